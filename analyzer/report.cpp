@@ -1,0 +1,133 @@
+#include "analyzer/report.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <ostream>
+
+namespace shardproof::analyzer {
+
+using prover::Verdict;
+
+std::string display_path(const std::string &path) {
+  if (path.empty())
+    return path;
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  if (ec)
+    return path;
+  auto rel = std::filesystem::path(path).lexically_relative(cwd);
+  if (rel.empty() || rel.string().starts_with(".."))
+    return path;
+  return rel.string();
+}
+
+namespace {
+std::string location(const ir::SourceLoc &loc) {
+  ir::SourceLoc shown = loc;
+  shown.file = display_path(loc.file);
+  return shown.str();
+}
+
+std::string failure_line(const TargetResult &r) {
+  const auto &f = *r.failure;
+  std::string where = f.loc.file.empty() ? display_path(r.target.path)
+                                         : location(f.loc);
+  return fmt::format("{}: error: {}", where, f.message);
+}
+
+std::string verdict_word(Verdict::Kind kind) {
+  switch (kind) {
+  case Verdict::Kind::Proved:
+    return "proved";
+  case Verdict::Kind::Refuted:
+    return "refuted";
+  case Verdict::Kind::Unknown:
+    return "could not prove";
+  }
+  return "?";
+}
+} // namespace
+
+void write_text(std::ostream &out, std::ostream &err,
+                const std::vector<TargetResult> &results) {
+  for (const auto &r : results) {
+    if (r.verdict() == "error") {
+      err << failure_line(r) << "\n";
+      continue;
+    }
+    for (const auto &f : r.findings) {
+      out << fmt::format("{}: {}: {} [{}]\n", location(f.loc),
+                         checkers::severity_name(f.severity), f.message, f.rule_id);
+      for (const auto &line : f.details)
+        out << "  " << line << "\n";
+    }
+    for (const auto &o : r.obligations)
+      if (o.verdict.kind == Verdict::Kind::Unknown)
+        out << fmt::format("{}: note: could not prove {}: {}\n", location(o.loc),
+                           o.name, o.verdict.why);
+    out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
+                       "{} could not prove; {:.2f} s)\n",
+                       display_path(r.target.path) + "::" + r.target.function,
+                       r.world, r.verdict(), r.obligations.size(),
+                       r.obligations.size() == 1 ? "" : "s",
+                       r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
+                       r.count(Verdict::Kind::Unknown), r.seconds);
+    for (const auto &o : r.obligations)
+      out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
+                         o.verdict.method.empty() ? ""
+                                                  : " (" + o.verdict.method + ")");
+  }
+}
+
+void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
+  nlohmann::json doc;
+  auto &findings = doc["findings"] = nlohmann::json::array();
+  auto &errors = doc["errors"] = nlohmann::json::array();
+  auto &targets = doc["targets"] = nlohmann::json::array();
+  std::size_t counts[3] = {0, 0, 0};
+  for (const auto &r : results) {
+    if (r.verdict() == "error") {
+      errors.push_back({{"target", r.target.str()},
+                        {"file", display_path(r.failure->loc.file)},
+                        {"line", r.failure->loc.line},
+                        {"message", r.failure->message}});
+    }
+    for (const auto &f : r.findings)
+      findings.push_back({{"rule_id", f.rule_id},
+                          {"severity", checkers::severity_name(f.severity)},
+                          {"file", display_path(f.loc.file)},
+                          {"line", f.loc.line},
+                          {"column", f.loc.column},
+                          {"message", f.message},
+                          {"details", f.details},
+                          {"target", r.target.str()}});
+    auto obligations = nlohmann::json::array();
+    for (const auto &o : r.obligations) {
+      ++counts[static_cast<int>(o.verdict.kind)];
+      obligations.push_back({{"name", o.name},
+                             {"verdict", prover::to_string(o.verdict.kind)},
+                             {"method", o.verdict.method},
+                             {"why", o.verdict.why},
+                             {"file", display_path(o.loc.file)},
+                             {"line", o.loc.line}});
+    }
+    targets.push_back({{"target", r.target.str()},
+                       {"world", r.world},
+                       {"verdict", r.verdict()},
+                       {"seconds", r.seconds},
+                       {"obligations", obligations}});
+  }
+  int code = exit_code(results);
+  doc["verdict"] = code == 2 ? "error"
+                   : code == 1 ? "refuted"
+                   : code == 3 ? "unknown"
+                               : "proved";
+  doc["obligations"] = {{"proved", counts[0]},
+                        {"refuted", counts[1]},
+                        {"unknown", counts[2]}};
+  out << doc.dump(2) << "\n";
+}
+
+} // namespace shardproof::analyzer

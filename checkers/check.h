@@ -1,0 +1,39 @@
+// A check is one small class (clang-tidy style) that turns the linked program
+// into obligations and findings. make_checks() lists them in the fixed order
+// they run (Alive2 style): structural problems first, then equivalence.
+#pragma once
+
+#include "checkers/prover/prover.h"
+#include "checkers/rules.h"
+#include "frontend/python/linker.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardproof::checkers {
+
+struct ObligationResult {
+  std::string name; // "forward: out is replicated"
+  ir::SourceLoc loc;
+  prover::Verdict verdict;
+};
+
+struct CheckContext {
+  terms::TermStore &store;
+  frontend::LinkedProgram &program;
+  const prover::ProverOptions &options;
+  std::vector<Finding> findings;
+  std::vector<ObligationResult> obligations;
+};
+
+class Check {
+public:
+  virtual ~Check() = default;
+  virtual std::string_view name() const = 0;
+  virtual void run(CheckContext &context) = 0;
+};
+
+std::vector<std::unique_ptr<Check>> make_checks();
+
+} // namespace shardproof::checkers

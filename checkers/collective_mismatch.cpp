@@ -1,0 +1,44 @@
+// SP003 collective-mismatch and SP004 unmatched-parameter: problems the linker
+// found while putting the ranks together.
+#include "checkers/check.h"
+#include "checkers/forward_equivalence.h"
+
+namespace shardproof::checkers {
+
+namespace {
+class CollectiveMismatchCheck final : public Check {
+public:
+  std::string_view name() const override { return "collective-mismatch"; }
+  void run(CheckContext &context) override {
+    for (const auto &m : context.program.mismatches()) {
+      Finding f{"SP003", rule("SP003").severity, m.loc_a,
+                m.message + " (the job would hang or mix unrelated tensors)",
+                {}};
+      if (!m.loc_b.file.empty())
+        f.details.push_back("the other call site: " + m.loc_b.str());
+      context.findings.push_back(std::move(f));
+    }
+  }
+};
+
+class UnmatchedParameterCheck final : public Check {
+public:
+  std::string_view name() const override { return "unmatched-parameter"; }
+  void run(CheckContext &context) override {
+    for (const auto &u : context.program.unbound())
+      context.findings.push_back({"SP004", rule("SP004").severity, u.loc,
+                                  u.message,
+                                  {"obligations that depend on it cannot be proved"}});
+  }
+};
+} // namespace
+
+std::vector<std::unique_ptr<Check>> make_checks() {
+  std::vector<std::unique_ptr<Check>> checks;
+  checks.push_back(std::make_unique<CollectiveMismatchCheck>());
+  checks.push_back(std::make_unique<UnmatchedParameterCheck>());
+  checks.push_back(make_forward_equivalence_check());
+  return checks;
+}
+
+} // namespace shardproof::checkers

@@ -1,0 +1,112 @@
+#include "checkers/layout.h"
+
+#include "checkers/prover/prover.h"
+#include "frontend/python/linker.h"
+
+#include <fmt/format.h>
+
+namespace shardproof::checkers {
+
+std::string Layout::str() const {
+  switch (kind) {
+  case Kind::Replicated:
+    return "replicated";
+  case Kind::Sharded:
+    return fmt::format("sharded along dim {}", dim);
+  case Kind::PartialSum:
+    return "a partial sum over ranks";
+  case Kind::None:
+    return "unrelated to the reference";
+  }
+  return "?";
+}
+
+std::vector<Layout> candidate_layouts(const DistributedValue &value) {
+  std::vector<Layout> out;
+  bool all_same = true;
+  for (const auto &shape : value.rank_shapes)
+    all_same = all_same && shape == value.reference_shape;
+  if (all_same) {
+    out.push_back({Layout::Kind::Replicated});
+    if (value.world() > 1)
+      out.push_back({Layout::Kind::PartialSum});
+    return out;
+  }
+  const auto &ref = value.reference_shape;
+  for (std::size_t d = 0; d < ref.size(); ++d) {
+    bool fits = true;
+    for (const auto &shape : value.rank_shapes) {
+      if (shape.size() != ref.size()) {
+        fits = false;
+        break;
+      }
+      for (std::size_t e = 0; e < ref.size(); ++e)
+        fits = fits && (e == d ? shape[e] * value.world() == ref[e] : shape[e] == ref[e]);
+    }
+    if (fits)
+      out.push_back({Layout::Kind::Sharded, static_cast<int>(d)});
+  }
+  return out;
+}
+
+std::optional<Layout> expected_layout(const DistributedValue &value) {
+  for (const Layout &l : candidate_layouts(value))
+    if (l.acceptable())
+      return l;
+  return std::nullopt;
+}
+
+LayoutEquation layout_equation(terms::TermStore &store,
+                               const DistributedValue &value, Layout layout) {
+  LayoutEquation eq;
+  switch (layout.kind) {
+  case Layout::Kind::Replicated:
+    for (int r = 0; r < value.world(); ++r)
+      for (std::size_t i = 0; i < value.reference.size(); ++i) {
+        eq.lhs.push_back(value.ranks[r][i]);
+        eq.rhs.push_back(value.reference[i]);
+        eq.rows.push_back({r, i, i});
+      }
+    break;
+  case Layout::Kind::Sharded:
+    for (int r = 0; r < value.world(); ++r)
+      for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
+        std::size_t ref = frontend::shard_to_reference_index(
+            value.rank_shapes[r], layout.dim, 1, r, value.world(), i);
+        eq.lhs.push_back(value.ranks[r][i]);
+        eq.rhs.push_back(value.reference[ref]);
+        eq.rows.push_back({r, i, ref});
+      }
+    break;
+  case Layout::Kind::PartialSum:
+    for (std::size_t i = 0; i < value.reference.size(); ++i) {
+      TermId sum = store.zero();
+      for (int r = 0; r < value.world(); ++r)
+        sum = store.add(sum, value.ranks[r][i]);
+      eq.lhs.push_back(sum);
+      eq.rhs.push_back(value.reference[i]);
+      eq.rows.push_back({-1, i, i});
+    }
+    break;
+  case Layout::Kind::None:
+    break;
+  }
+  return eq;
+}
+
+Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
+                    unsigned points) {
+  for (const Layout &candidate : candidate_layouts(value)) {
+    LayoutEquation eq = layout_equation(store, value, candidate);
+    bool holds = true;
+    for (unsigned k = 0; k < points && holds; ++k)
+      holds = !prover::first_difference(store, eq.lhs, eq.rhs, [&](TermId v) {
+                 return prover::sample_value(0x1a7047, k, v);
+               }).has_value();
+    if (holds)
+      return candidate;
+  }
+  return {Layout::Kind::None};
+}
+
+} // namespace shardproof::checkers

@@ -1,0 +1,61 @@
+// How a distributed value relates to its reference value: replicated (every
+// rank holds it whole), sharded along a dim (rank r holds chunk r), a partial
+// sum (the ranks' values add up to it), or none of these.
+#pragma once
+
+#include "models/ir/trace.h"
+#include "models/terms/term_store.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::checkers {
+
+using terms::TermId;
+
+struct Layout {
+  enum class Kind { Replicated, Sharded, PartialSum, None };
+  Kind kind = Kind::None;
+  int dim = -1; // for Sharded
+  bool acceptable() const { return kind == Kind::Replicated || kind == Kind::Sharded; }
+  std::string str() const;
+  bool operator==(const Layout &) const = default;
+};
+
+// One value as the reference and every rank hold it, over linked terms.
+struct DistributedValue {
+  ir::Shape reference_shape;
+  std::vector<TermId> reference;
+  std::vector<ir::Shape> rank_shapes;
+  std::vector<std::vector<TermId>> ranks;
+  int world() const { return static_cast<int>(ranks.size()); }
+};
+
+// "rank elements == the reference elements they stand for", row by row, with
+// where each row comes from so a counterexample can be explained.
+struct LayoutEquation {
+  std::vector<TermId> lhs, rhs;
+  struct Row {
+    int rank = -1; // -1 for a partial-sum row (all ranks added)
+    std::size_t local = 0, reference = 0;
+  };
+  std::vector<Row> rows;
+};
+
+// Layouts the shapes allow, most specific first.
+std::vector<Layout> candidate_layouts(const DistributedValue &value);
+
+// The layout a correct program would give this value: replicated when the
+// shapes agree, sharded when exactly one dim is split evenly.
+std::optional<Layout> expected_layout(const DistributedValue &value);
+
+LayoutEquation layout_equation(terms::TermStore &store,
+                               const DistributedValue &value, Layout layout);
+
+// The first candidate that holds at `points` pseudo-random points (a guess to
+// be proved, not a proof).
+Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
+                    unsigned points = 2);
+
+} // namespace shardproof::checkers

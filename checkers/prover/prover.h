@@ -1,0 +1,63 @@
+// The prover pipeline for one obligation, "lhs[i] == rhs[i] for every i and
+// every value of the variables": normalize ▸ falsify ▸ Z3. Three verdicts,
+// never blurred: a timeout, a crash or an unmodelled value is "could not
+// prove", and a difference is reported only when real semantics confirm it.
+#pragma once
+
+#include "checkers/prover/worker.h"
+#include "models/terms/term_store.h"
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace shardproof::prover {
+
+using terms::TermId;
+
+struct ProverOptions {
+  unsigned random_points = 6;
+  std::uint64_t seed = 0x5eed;
+  WorkerLimits solver_limits{};
+};
+
+// Values of the variables that show a difference, already minimised (small
+// integers where they still show it); variables not listed do not matter.
+struct Counterexample {
+  std::map<TermId, double> values;
+  std::size_t element = 0; // index of the first differing pair
+  double lhs = 0, rhs = 0;
+};
+
+struct Verdict {
+  enum class Kind { Proved, Refuted, Unknown };
+  Kind kind = Kind::Unknown;
+  std::string method; // "normal form", "z3", "evaluation", ...
+  std::string why;    // for Unknown: what blocked the proof
+  std::optional<Counterexample> counterexample;
+};
+
+std::string_view to_string(Verdict::Kind kind);
+
+// Deterministic pseudo-random point k for variable v: the same value wherever
+// it is asked for, so points need no storage.
+double sample_value(std::uint64_t seed, unsigned point, TermId var);
+
+// Evaluates both sides in doubles at the given values; returns the index of
+// the first pair that differs, if any.
+std::optional<std::size_t>
+first_difference(const terms::TermStore &store, std::span<const TermId> lhs,
+                 std::span<const TermId> rhs,
+                 const std::function<double(TermId)> &values);
+
+// Shrinks the values that show lhs[element] != rhs[element] towards small
+// integers, keeping only the variables the pair depends on.
+Counterexample minimise(const terms::TermStore &store, TermId lhs, TermId rhs,
+                        const std::function<double(TermId)> &values,
+                        std::size_t element);
+
+Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
+                    std::span<const TermId> rhs, const ProverOptions &options);
+
+} // namespace shardproof::prover

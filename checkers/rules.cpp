@@ -1,0 +1,65 @@
+#include "checkers/rules.h"
+
+#include <stdexcept>
+
+namespace shardproof::checkers {
+
+namespace {
+constexpr Rule kRules[] = {
+    {"SP001", "forward-mismatch", Severity::Error,
+     "An output of the distributed module differs from the single-device "
+     "reference.",
+     "Every output of the entry must equal the output of the same module run at "
+     "world size 1, either whole on every rank (replicated) or as that rank's "
+     "shard along one dimension. shardproof found input values for which no "
+     "rank layout reproduces the reference, and reports the first operation on "
+     "the path to the output whose value no longer relates to the reference. "
+     "Typical causes: a shard index computed from the wrong rank, a bias added "
+     "on every rank before a reduction, a collective over the wrong group."},
+    {"SP002", "missing-reduction", Severity::Error,
+     "A partial sum over ranks reaches an output without being reduced.",
+     "A value is a partial sum when adding it up over the ranks of a group gives "
+     "the reference value: the typical result of a row-parallel matmul. Such a "
+     "value must pass through an all-reduce (or a reduce-scatter) before it is "
+     "used as a whole. The report names the line that produced the partial "
+     "value. Typical causes: an all-reduce removed or guarded by a condition "
+     "that is false, a custom autograd function whose forward forgot its "
+     "collective."},
+    {"SP003", "collective-mismatch", Severity::Error,
+     "Ranks of one group issue different collective sequences: a hang.",
+     "Collectives are matched per process group by their order of issue. When "
+     "one rank issues a collective its peers do not, or the peers disagree on "
+     "its kind, reduce operation, shape, dtype or root, the job hangs or "
+     "silently mixes unrelated tensors on hardware. The report names both call "
+     "sites."},
+    {"SP004", "unmatched-parameter", Severity::Warning,
+     "A rank's parameter has no counterpart in the single-device reference.",
+     "Parameters are matched to the reference by qualified name; one whose shape "
+     "differs must carry `partition_dim` (and `partition_stride`) explaining "
+     "which shard of the reference parameter it is. Unmatched parameters stay "
+     "free variables, so any obligation that depends on them cannot be proved."},
+};
+} // namespace
+
+std::string_view severity_name(Severity severity) {
+  switch (severity) {
+  case Severity::Error:
+    return "error";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Note:
+    return "note";
+  }
+  return "?";
+}
+
+std::span<const Rule> all_rules() { return kRules; }
+
+const Rule &rule(std::string_view id) {
+  for (const Rule &r : kRules)
+    if (r.id == id)
+      return r;
+  throw std::out_of_range("unknown rule " + std::string(id));
+}
+
+} // namespace shardproof::checkers

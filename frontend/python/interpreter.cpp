@@ -1,0 +1,110 @@
+#include "frontend/python/interpreter.h"
+
+#include "frontend/python/term_module.h"
+
+#include <Python.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace shardproof::frontend {
+
+namespace {
+std::string python_error_text() {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  std::string text = "unknown Python error";
+  if (value) {
+    if (PyObject *s = PyObject_Str(value)) {
+      if (const char *c = PyUnicode_AsUTF8(s))
+        text = c;
+      Py_DECREF(s);
+    }
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return text;
+}
+
+// Starts CPython once and imports the driver; throws if our own runtime is
+// broken (an installation problem, not a user error).
+PyObject *driver() {
+  static PyObject *run_rank = nullptr;
+  if (run_rank)
+    return run_rank;
+  PyImport_AppendInittab("_shardproof", &init_shardproof_module);
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.use_environment = 0; // PYTHONPATH/PYTHONHOME of another Python must not leak in
+  config.user_site_directory = 0;
+  config.install_signal_handlers = 0;
+  config.write_bytecode = 0;
+  PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3");
+  PyStatus status = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(status))
+    throw std::runtime_error("cannot start the embedded Python interpreter");
+
+  const char *env = std::getenv("SHARDPROOF_PYTHON_PATH");
+  std::string dirs = env ? env : SHARDPROOF_PYTHON_DIRS;
+  PyObject *sys_path = PySys_GetObject("path"); // borrowed
+  std::size_t pos = 0, insert_at = 0;
+  while (pos <= dirs.size()) {
+    std::size_t end = dirs.find(':', pos);
+    if (end == std::string::npos)
+      end = dirs.size();
+    PyObject *dir = PyUnicode_FromString(dirs.substr(pos, end - pos).c_str());
+    PyList_Insert(sys_path, static_cast<Py_ssize_t>(insert_at++), dir);
+    Py_DECREF(dir);
+    pos = end + 1;
+  }
+  PyObject *module = PyImport_ImportModule("shardproof_driver");
+  if (!module)
+    throw std::runtime_error("cannot load shardproof's Python runtime: " +
+                             python_error_text());
+  run_rank = PyObject_GetAttrString(module, "run_rank");
+  Py_DECREF(module);
+  if (!run_rank)
+    throw std::runtime_error("shardproof_driver has no run_rank");
+  return run_rank;
+}
+} // namespace
+
+std::optional<TraceFailure> trace_rank(terms::TermStore &store,
+                                       const RankRun &run,
+                                       terms::VarKind leaf_kind,
+                                       ir::Trace &out) {
+  PyObject *run_rank = driver();
+  out.rank = run.rank;
+  out.world = run.world;
+  RecordingContext context{&store, &out, leaf_kind};
+  set_recording_context(&context);
+  PyObject *result =
+      PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
+                            run.function.c_str(), run.world, run.rank);
+  set_recording_context(nullptr);
+  if (!result)
+    throw std::runtime_error("shardproof's Python runtime failed: " +
+                             python_error_text());
+  std::optional<TraceFailure> failure;
+  if (result != Py_None) {
+    // (kind, file, line, message) from the driver
+    const char *kind, *file, *message;
+    int line;
+    if (!PyArg_ParseTuple(result, "ssis", &kind, &file, &line, &message)) {
+      Py_DECREF(result);
+      throw std::runtime_error("shardproof's Python runtime returned " +
+                               python_error_text());
+    }
+    failure = TraceFailure{std::string(kind) == "unsupported"
+                               ? TraceFailure::Kind::Unsupported
+                               : TraceFailure::Kind::BadInput,
+                           ir::SourceLoc{file, line, 0, ""}, message};
+  }
+  Py_DECREF(result);
+  return failure;
+}
+
+} // namespace shardproof::frontend

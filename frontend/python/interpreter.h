@@ -1,0 +1,38 @@
+// The embedded CPython that runs the user's real source. One interpreter per
+// process, started on first use, with the stand-in torch first on sys.path.
+#pragma once
+
+#include "models/ir/trace.h"
+#include "models/terms/term_store.h"
+
+#include <optional>
+#include <string>
+
+namespace shardproof::frontend {
+
+struct TraceFailure {
+  enum class Kind {
+    BadInput,    // the harness is wrong: syntax error, missing FUNC, FUNC raised
+    Unsupported, // valid code shardproof does not model (yet): could not prove
+  };
+  Kind kind = Kind::BadInput;
+  ir::SourceLoc loc;
+  std::string message;
+};
+
+struct RankRun {
+  std::string path;     // the harness file
+  std::string function; // FUNC of FILE::FUNC
+  int world = 1;
+  int rank = 0;
+};
+
+// Runs FUNC once as `rank` of a world of `world` ranks and records its trace.
+// Leaves created during the run get `leaf_kind` (Reference for the world-1
+// run, RankLocal otherwise).
+std::optional<TraceFailure> trace_rank(terms::TermStore &store,
+                                       const RankRun &run,
+                                       terms::VarKind leaf_kind,
+                                       ir::Trace &out);
+
+} // namespace shardproof::frontend

@@ -1,0 +1,272 @@
+#include "frontend/python/linker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace shardproof::frontend {
+
+using terms::TermId;
+
+namespace {
+struct PlaceholderSite {
+  const ir::Collective *call; // on the rank that owns the placeholder
+  std::size_t element;
+  bool resolvable; // false past a mismatch in its group
+};
+} // namespace
+
+struct LinkedProgram::Impl {
+  std::vector<std::unique_ptr<terms::Substitution>> substitutions;
+  std::unordered_map<TermId, PlaceholderSite> placeholders;
+  // group -> per rank (by global rank) -> its calls on that group, in order
+  std::map<std::vector<int>, std::map<int, std::vector<const ir::Collective *>>> calls;
+};
+
+std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim,
+                                     int stride, int shard, int count,
+                                     std::size_t local) {
+  std::vector<std::int64_t> index(local_shape.size());
+  std::size_t rest = local;
+  for (std::size_t d = local_shape.size(); d-- > 0;) {
+    index[d] = static_cast<std::int64_t>(rest % local_shape[d]);
+    rest /= static_cast<std::size_t>(local_shape[d]);
+  }
+  std::int64_t local_extent = local_shape[dim];
+  std::int64_t piece = local_extent / std::max(stride, 1);
+  std::int64_t j = index[dim];
+  // The local extent is `stride` pieces: piece c of rank r is global piece c*count + r.
+  index[dim] = ((j / piece) * count + shard) * piece + j % piece;
+  std::size_t flat = 0;
+  for (std::size_t d = 0; d < local_shape.size(); ++d) {
+    std::int64_t extent = d == static_cast<std::size_t>(dim)
+                              ? local_extent * count
+                              : local_shape[d];
+    flat = flat * static_cast<std::size_t>(extent) + static_cast<std::size_t>(index[d]);
+  }
+  return flat;
+}
+
+LinkedProgram::LinkedProgram(terms::TermStore &store, const ir::Trace &reference,
+                             const std::vector<ir::Trace> &ranks)
+    : store_(store), reference_(reference), ranks_(ranks),
+      impl_(std::make_unique<Impl>()) {
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    auto sub = std::make_unique<terms::Substitution>(store);
+    int rank = static_cast<int>(r);
+    sub->set_resolver([this, rank](TermId var) {
+      return store_.variable(var).kind == terms::VarKind::Placeholder
+                 ? resolve(rank, var)
+                 : var;
+    });
+    impl_->substitutions.push_back(std::move(sub));
+    bind_leaves(rank);
+  }
+  match_collectives();
+}
+
+LinkedProgram::~LinkedProgram() = default;
+
+void LinkedProgram::bind_leaves(int rank) {
+  const ir::Trace &trace = ranks_[rank];
+  terms::Substitution &sub = *impl_->substitutions[rank];
+  auto find_reference = [&](const ir::Leaf &leaf) -> const ir::Leaf * {
+    for (const ir::Leaf &ref : reference_.leaves)
+      if (ref.role == leaf.role && ref.name == leaf.name)
+        return &ref;
+    return nullptr;
+  };
+  for (const ir::Leaf &leaf : trace.leaves) {
+    const ir::Leaf *ref = find_reference(leaf);
+    const char *what = leaf.role == ir::LeafRole::Parameter ? "parameter" : "tensor";
+    if (!ref) {
+      if (leaf.role == ir::LeafRole::Parameter)
+        unbound_.push_back({rank, leaf.loc,
+                            fmt::format("rank {}: {} '{}' has no counterpart in "
+                                        "the reference",
+                                        rank, what, leaf.name)});
+      continue;
+    }
+    if (leaf.shape == ref->shape) {
+      for (std::size_t i = 0; i < leaf.elements.size(); ++i)
+        sub.bind(leaf.elements[i], ref->elements[i]);
+      continue;
+    }
+    bool shardable = leaf.partition_dim >= 0 &&
+                     leaf.partition_dim < static_cast<int>(leaf.shape.size()) &&
+                     leaf.shape.size() == ref->shape.size();
+    if (shardable) {
+      for (std::size_t d = 0; d < leaf.shape.size(); ++d) {
+        auto expected = leaf.shape[d] *
+                        (static_cast<int>(d) == leaf.partition_dim ? leaf.shard_count : 1);
+        shardable = shardable && expected == ref->shape[d];
+      }
+    }
+    if (!shardable) {
+      // Inputs created at a rank-local shape stay free: proofs that need them
+      // become "could not prove", never "proved".
+      if (leaf.role == ir::LeafRole::Parameter)
+        unbound_.push_back(
+            {rank, leaf.loc,
+             fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
+                         "reference, and its partition_dim does not explain it",
+                         rank, leaf.name, ir::shape_str(leaf.shape),
+                         ir::shape_str(ref->shape))});
+      continue;
+    }
+    for (std::size_t i = 0; i < leaf.elements.size(); ++i)
+      sub.bind(leaf.elements[i],
+               ref->elements[shard_to_reference_index(
+                   leaf.shape, leaf.partition_dim, leaf.partition_stride,
+                   leaf.shard_index, leaf.shard_count, i)]);
+  }
+}
+
+void LinkedProgram::match_collectives() {
+  for (const ir::Trace &trace : ranks_)
+    for (const ir::Collective &c : trace.collectives)
+      impl_->calls[c.group][trace.rank].push_back(&c);
+
+  for (auto &[group, per_rank] : impl_->calls) {
+    // Every member must issue the same sequence: kind, reduce op, shapes, dtype.
+    std::size_t agreed = SIZE_MAX;
+    for (int member : group) {
+      if (member < 0 || member >= world()) {
+        mismatches_.push_back({group, 0, member, member, {}, {},
+                               fmt::format("group {} names rank {}, outside the "
+                                           "world of {}",
+                                           group, member, world())});
+        agreed = 0;
+      }
+    }
+    const int first = group.front();
+    const auto &base = per_rank[first];
+    for (int member : group) {
+      if (member < 0 || member >= world())
+        continue;
+      const auto &mine = per_rank[member];
+      std::size_t n = std::max(base.size(), mine.size());
+      for (std::size_t k = 0; k < n && k < agreed; ++k) {
+        const ir::Collective *a = k < base.size() ? base[k] : nullptr;
+        const ir::Collective *b = k < mine.size() ? mine[k] : nullptr;
+        std::string why;
+        if (!a || !b)
+          why = fmt::format("rank {} issues collective #{} on group {} but rank {} "
+                            "does not",
+                            a ? first : member, k, group, a ? member : first);
+        else if (a->kind != b->kind || a->op != b->op)
+          why = fmt::format("collective #{} on group {} is {}({}) on rank {} but "
+                            "{}({}) on rank {}",
+                            k, group, ir::collective_name(a->kind),
+                            ir::reduce_op_name(a->op), first,
+                            ir::collective_name(b->kind), ir::reduce_op_name(b->op),
+                            member);
+        else if (a->input_shape != b->input_shape || a->dtype != b->dtype)
+          why = fmt::format("collective #{} on group {} carries {} {} on rank {} but "
+                            "{} {} on rank {}",
+                            k, group, ir::dtype_name(a->dtype),
+                            ir::shape_str(a->input_shape), first,
+                            ir::dtype_name(b->dtype), ir::shape_str(b->input_shape),
+                            member);
+        else if (a->kind == ir::CollectiveKind::Broadcast && a->src != b->src)
+          why = fmt::format("broadcast #{} on group {} has src {} on rank {} but {} "
+                            "on rank {}",
+                            k, group, a->src, first, b->src, member);
+        if (!why.empty()) {
+          const ir::Collective *site = a ? a : b;
+          const ir::Collective *other = a && b ? b : nullptr;
+          mismatches_.push_back({group, static_cast<int>(k), a ? first : member,
+                                 a ? member : first, site->loc,
+                                 other ? other->loc : ir::SourceLoc{}, why});
+          agreed = k;
+        }
+      }
+    }
+    for (auto &[rank, calls] : per_rank)
+      for (std::size_t k = 0; k < calls.size(); ++k)
+        for (std::size_t e = 0; e < calls[k]->outputs.size(); ++e)
+          impl_->placeholders[calls[k]->outputs[e]] = {calls[k], e, k < agreed};
+  }
+}
+
+TermId LinkedProgram::resolve(int rank, TermId placeholder) {
+  auto it = impl_->placeholders.find(placeholder);
+  if (it == impl_->placeholders.end() || !it->second.resolvable)
+    return placeholder; // stays a placeholder: blocks any proof that needs it
+  const ir::Collective &call = *it->second.call;
+  const std::size_t e = it->second.element;
+  const auto &group = call.group;
+  const auto &per_rank = impl_->calls[group];
+  const int k = static_cast<int>(group.size());
+  const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) -
+                                  group.begin());
+  auto input_of = [&](int member_index, std::size_t element) {
+    int member = group[member_index];
+    const ir::Collective &theirs = *per_rank.at(member)[call.sequence];
+    return linked(member, theirs.inputs.at(element));
+  };
+  auto reduce = [&](std::size_t element) {
+    TermId acc = input_of(0, element);
+    for (int j = 1; j < k; ++j) {
+      TermId x = input_of(j, element);
+      switch (call.op) {
+      case ir::ReduceOp::Sum:
+      case ir::ReduceOp::Avg:
+        acc = store_.add(acc, x);
+        break;
+      case ir::ReduceOp::Max:
+        acc = store_.max(acc, x);
+        break;
+      case ir::ReduceOp::Min:
+        acc = store_.min(acc, x);
+        break;
+      case ir::ReduceOp::Product:
+        acc = store_.mul(acc, x);
+        break;
+      }
+    }
+    if (call.op == ir::ReduceOp::Avg)
+      acc = store_.mul(store_.constant(mpq_class(1, k)), acc);
+    return acc;
+  };
+  const std::size_t n_in = call.inputs.size();
+  switch (call.kind) {
+  case ir::CollectiveKind::AllReduce:
+    return reduce(e);
+  case ir::CollectiveKind::AllGather:
+    return input_of(static_cast<int>(e / n_in), e % n_in);
+  case ir::CollectiveKind::ReduceScatter: {
+    std::size_t n_out = call.outputs.size();
+    return reduce(static_cast<std::size_t>(me) * n_out + e);
+  }
+  case ir::CollectiveKind::AllToAll: {
+    std::size_t chunk = n_in / static_cast<std::size_t>(k);
+    return input_of(static_cast<int>(e / chunk),
+                    static_cast<std::size_t>(me) * chunk + e % chunk);
+  }
+  case ir::CollectiveKind::Broadcast: {
+    auto src = std::find(group.begin(), group.end(), call.src);
+    if (src == group.end())
+      return placeholder;
+    return input_of(static_cast<int>(src - group.begin()), e);
+  }
+  }
+  return placeholder;
+}
+
+TermId LinkedProgram::linked(int rank, TermId term) {
+  return impl_->substitutions[rank]->apply(term);
+}
+
+std::vector<TermId> LinkedProgram::linked(int rank, std::span<const TermId> terms) {
+  std::vector<TermId> out;
+  out.reserve(terms.size());
+  for (TermId t : terms)
+    out.push_back(linked(rank, t));
+  return out;
+}
+
+} // namespace shardproof::frontend

@@ -1,0 +1,471 @@
+#include "frontend/python/term_module.h"
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace shardproof::frontend {
+
+using terms::TermId;
+
+namespace {
+RecordingContext *g_context = nullptr;
+PyObject *g_symbolic_error = nullptr; // _shardproof.SymbolicControlFlow
+
+struct TermObject {
+  PyObject_HEAD TermId id;
+};
+
+extern PyTypeObject TermType;
+
+terms::TermStore &store() { return *g_context->store; }
+
+PyObject *wrap(TermId id) {
+  auto *obj = PyObject_New(TermObject, &TermType);
+  if (obj)
+    obj->id = id;
+  return reinterpret_cast<PyObject *>(obj);
+}
+
+bool is_term(PyObject *o) { return PyObject_TypeCheck(o, &TermType); }
+
+// Python numbers (and numpy scalars) become exact constants.
+std::optional<TermId> to_term(PyObject *o) {
+  if (is_term(o))
+    return reinterpret_cast<TermObject *>(o)->id;
+  if (PyBool_Check(o))
+    return o == Py_True ? store().one() : store().zero();
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow)
+      return store().constant(mpq_class(std::to_string(v)));
+    PyObject *text = PyObject_Str(o);
+    if (!text)
+      return std::nullopt;
+    TermId t = store().constant(mpq_class(PyUnicode_AsUTF8(text)));
+    Py_DECREF(text);
+    return t;
+  }
+  if (PyFloat_Check(o) || PyObject_HasAttrString(o, "__float__")) {
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    if (!std::isfinite(v)) {
+      PyErr_SetString(PyExc_ValueError,
+                      "shardproof: non-finite constant in a symbolic expression");
+      return std::nullopt;
+    }
+    return store().constant_from_double(v);
+  }
+  return std::nullopt;
+}
+
+PyObject *symbolic_error(const char *what) {
+  PyErr_Format(g_symbolic_error,
+               "%s depends on a symbolic tensor value; shardproof proves "
+               "properties for all values and cannot follow one branch",
+               what);
+  return nullptr;
+}
+
+template <typename Fn> PyObject *binary(PyObject *a, PyObject *b, Fn fn) {
+  auto x = to_term(a);
+  if (!x) {
+    if (PyErr_Occurred())
+      return nullptr;
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  auto y = to_term(b);
+  if (!y) {
+    if (PyErr_Occurred())
+      return nullptr;
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  return wrap(fn(*x, *y));
+}
+
+PyObject *term_add(PyObject *a, PyObject *b) {
+  return binary(a, b, [](TermId x, TermId y) { return store().add(x, y); });
+}
+PyObject *term_sub(PyObject *a, PyObject *b) {
+  return binary(a, b, [](TermId x, TermId y) { return store().sub(x, y); });
+}
+PyObject *term_mul(PyObject *a, PyObject *b) {
+  return binary(a, b, [](TermId x, TermId y) { return store().mul(x, y); });
+}
+PyObject *term_div(PyObject *a, PyObject *b) {
+  return binary(a, b, [](TermId x, TermId y) { return store().div(x, y); });
+}
+PyObject *term_neg(PyObject *a) {
+  return wrap(store().neg(reinterpret_cast<TermObject *>(a)->id));
+}
+PyObject *term_pos(PyObject *a) {
+  Py_INCREF(a);
+  return a;
+}
+PyObject *term_abs(PyObject *a) {
+  TermId x = reinterpret_cast<TermObject *>(a)->id;
+  return wrap(store().max(x, store().neg(x)));
+}
+
+TermId power(TermId base, long exponent) {
+  TermId result = store().one();
+  for (long k = 0; k < std::labs(exponent); ++k)
+    result = store().mul(result, base);
+  return exponent < 0 ? store().inv(result) : result;
+}
+
+PyObject *term_pow(PyObject *a, PyObject *b, PyObject *) {
+  if (!is_term(a)) // number ** term: only exp-like forms, which we do not model
+    return symbolic_error("an exponent");
+  TermId base = reinterpret_cast<TermObject *>(a)->id;
+  if (PyLong_Check(b))
+    return wrap(power(base, PyLong_AsLong(b)));
+  if (PyFloat_Check(b)) {
+    double e = PyFloat_AsDouble(b);
+    if (e == std::floor(e) && std::fabs(e) < 64)
+      return wrap(power(base, static_cast<long>(e)));
+    if (e == 0.5)
+      return wrap(store().app(terms::Fn::Sqrt, base));
+    if (e == -0.5)
+      return wrap(store().app(terms::Fn::Rsqrt, base));
+  }
+  PyErr_SetString(PyExc_NotImplementedError,
+                  "shardproof: only integer and +-0.5 powers of symbolic values "
+                  "are modelled");
+  return nullptr;
+}
+
+int term_bool(PyObject *a) {
+  TermId x = reinterpret_cast<TermObject *>(a)->id;
+  if (store().is_const(x))
+    return store().const_value(x) != 0;
+  symbolic_error("a Python truth value");
+  return -1;
+}
+
+PyObject *term_float(PyObject *a) {
+  TermId x = reinterpret_cast<TermObject *>(a)->id;
+  if (store().is_const(x))
+    return PyFloat_FromDouble(store().const_value(x).get_d());
+  return symbolic_error("a Python float");
+}
+
+PyObject *term_index(PyObject *a) {
+  TermId x = reinterpret_cast<TermObject *>(a)->id;
+  if (store().is_const(x) && store().const_value(x).get_den() == 1)
+    return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(),
+                             nullptr, 10);
+  return symbolic_error("a Python integer");
+}
+
+PyObject *term_richcompare(PyObject *a, PyObject *b, int op) {
+  switch (op) {
+  case Py_LT:
+    return binary(a, b, [](TermId x, TermId y) { return store().lt(x, y); });
+  case Py_LE:
+    return binary(a, b, [](TermId x, TermId y) { return store().le(x, y); });
+  case Py_GT:
+    return binary(a, b, [](TermId x, TermId y) { return store().lt(y, x); });
+  case Py_GE:
+    return binary(a, b, [](TermId x, TermId y) { return store().le(y, x); });
+  default:
+    Py_RETURN_NOTIMPLEMENTED; // == and != keep object identity
+  }
+}
+
+Py_hash_t term_hash(PyObject *a) {
+  return static_cast<Py_hash_t>(reinterpret_cast<TermObject *>(a)->id) + 1;
+}
+
+PyObject *term_repr(PyObject *a) {
+  std::string text = store().to_string(reinterpret_cast<TermObject *>(a)->id);
+  if (text.size() > 200)
+    text = text.substr(0, 200) + "...";
+  return PyUnicode_FromString(text.c_str());
+}
+
+PyObject *term_get_id(PyObject *a, void *) {
+  return PyLong_FromUnsignedLong(reinterpret_cast<TermObject *>(a)->id);
+}
+PyObject *term_get_is_const(PyObject *a, void *) {
+  return PyBool_FromLong(store().is_const(reinterpret_cast<TermObject *>(a)->id));
+}
+
+PyNumberMethods term_number = [] {
+  PyNumberMethods m{};
+  m.nb_add = term_add;
+  m.nb_subtract = term_sub;
+  m.nb_multiply = term_mul;
+  m.nb_true_divide = term_div;
+  m.nb_negative = term_neg;
+  m.nb_positive = term_pos;
+  m.nb_absolute = term_abs;
+  m.nb_power = term_pow;
+  m.nb_bool = term_bool;
+  m.nb_float = term_float;
+  m.nb_index = term_index;
+  m.nb_int = term_index;
+  return m;
+}();
+
+PyGetSetDef term_getset[] = {
+    {"id", term_get_id, nullptr, nullptr, nullptr},
+    {"is_const", term_get_is_const, nullptr, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject TermType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "_shardproof.Term";
+  t.tp_basicsize = sizeof(TermObject);
+  t.tp_flags = Py_TPFLAGS_DEFAULT;
+  t.tp_doc = "A symbolic real: one element of a symbolic tensor.";
+  t.tp_as_number = &term_number;
+  t.tp_richcompare = term_richcompare;
+  t.tp_hash = term_hash;
+  t.tp_repr = term_repr;
+  t.tp_getset = term_getset;
+  return t;
+}();
+
+// ---- module functions --------------------------------------------------
+
+std::optional<TermId> arg_term(PyObject *o) {
+  auto t = to_term(o);
+  if (!t && !PyErr_Occurred())
+    PyErr_Format(PyExc_TypeError, "shardproof: %s is not a number",
+                 Py_TYPE(o)->tp_name);
+  return t;
+}
+
+PyObject *new_var(PyObject *args, terms::VarKind kind) {
+  const char *name, *origin = "";
+  if (!PyArg_ParseTuple(args, "s|s", &name, &origin))
+    return nullptr;
+  return wrap(store().var(name, kind, origin));
+}
+
+PyObject *py_var(PyObject *, PyObject *args) {
+  return new_var(args, g_context->leaf_kind);
+}
+PyObject *py_placeholder(PyObject *, PyObject *args) {
+  return new_var(args, terms::VarKind::Placeholder);
+}
+PyObject *py_opaque(PyObject *, PyObject *args) {
+  return new_var(args, terms::VarKind::Opaque);
+}
+
+PyObject *py_rename(PyObject *, PyObject *args) {
+  PyObject *term;
+  const char *name;
+  if (!PyArg_ParseTuple(args, "O!s", &TermType, &term, &name))
+    return nullptr;
+  TermId id = reinterpret_cast<TermObject *>(term)->id;
+  if (store().is_var(id))
+    store().variable(id).name = name;
+  Py_RETURN_NONE;
+}
+
+PyObject *py_apply(PyObject *, PyObject *args) {
+  const char *name;
+  PyObject *x;
+  if (!PyArg_ParseTuple(args, "sO", &name, &x))
+    return nullptr;
+  terms::Fn fn;
+  if (!terms::fn_from_name(name, fn)) {
+    PyErr_Format(PyExc_ValueError, "shardproof: unknown function '%s'", name);
+    return nullptr;
+  }
+  if (!is_term(x)) { // a concrete number stays concrete
+    double v = PyFloat_AsDouble(x);
+    if (v == -1.0 && PyErr_Occurred())
+      return nullptr;
+    return PyFloat_FromDouble(terms::fn_eval(fn, v));
+  }
+  TermId t = reinterpret_cast<TermObject *>(x)->id;
+  if (store().is_const(t))
+    return PyFloat_FromDouble(terms::fn_eval(fn, store().const_value(t).get_d()));
+  return wrap(store().app(fn, t));
+}
+
+PyObject *py_where(PyObject *, PyObject *args) {
+  PyObject *c, *a, *b;
+  if (!PyArg_ParseTuple(args, "OOO", &c, &a, &b))
+    return nullptr;
+  auto tc = arg_term(c), ta = tc ? arg_term(a) : std::nullopt,
+       tb = ta ? arg_term(b) : std::nullopt;
+  if (!tb)
+    return nullptr;
+  return wrap(store().ite(*tc, *ta, *tb));
+}
+
+std::vector<TermId> term_list(PyObject *seq) {
+  std::vector<TermId> out;
+  PyObject *fast = PySequence_Fast(seq, "shardproof: expected a list of elements");
+  if (!fast)
+    return out;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  out.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    auto t = arg_term(PySequence_Fast_GET_ITEM(fast, i));
+    if (!t)
+      break;
+    out.push_back(*t);
+  }
+  Py_DECREF(fast);
+  return out;
+}
+
+template <typename T> std::vector<T> int_list(PyObject *seq) {
+  std::vector<T> out;
+  PyObject *fast = PySequence_Fast(seq, "shardproof: expected a sequence of ints");
+  if (!fast)
+    return out;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i)
+    out.push_back(static_cast<T>(PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i))));
+  Py_DECREF(fast);
+  return out;
+}
+
+ir::Trace &trace() { return *g_context->trace; }
+
+PyObject *py_record_node(PyObject *, PyObject *args) {
+  const char *op, *category, *file, *function, *dtype;
+  int line, column;
+  PyObject *shape, *elems, *inputs;
+  if (!PyArg_ParseTuple(args, "sssiisOsOO", &op, &category, &file, &line,
+                        &column, &function, &shape, &dtype, &elems, &inputs))
+    return nullptr;
+  ir::Node node;
+  node.op = op;
+  node.category = ir::category_from_name(category);
+  node.loc = {file, line, column, function};
+  node.shape = int_list<std::int64_t>(shape);
+  node.dtype = ir::dtype_from_name(dtype);
+  node.elements = term_list(elems);
+  node.inputs = int_list<ir::NodeId>(inputs);
+  if (PyErr_Occurred())
+    return nullptr;
+  return PyLong_FromUnsignedLong(trace().add_node(std::move(node)));
+}
+
+PyObject *py_record_leaf(PyObject *, PyObject *args) {
+  const char *role, *name, *file;
+  PyObject *shape, *elems;
+  int partition_dim, stride, shard_index, shard_count, line;
+  if (!PyArg_ParseTuple(args, "ssOOiiiisi", &role, &name, &shape, &elems,
+                        &partition_dim, &stride, &shard_index, &shard_count,
+                        &file, &line))
+    return nullptr;
+  ir::Leaf leaf;
+  leaf.role = std::string(role) == "param" ? ir::LeafRole::Parameter
+                                           : ir::LeafRole::Input;
+  leaf.name = name;
+  leaf.shape = int_list<std::int64_t>(shape);
+  leaf.elements = term_list(elems);
+  leaf.partition_dim = partition_dim;
+  leaf.partition_stride = stride;
+  leaf.shard_index = shard_index;
+  leaf.shard_count = shard_count;
+  leaf.loc = {file, line, 0, ""};
+  if (PyErr_Occurred())
+    return nullptr;
+  trace().leaves.push_back(std::move(leaf));
+  Py_RETURN_NONE;
+}
+
+PyObject *py_record_collective(PyObject *, PyObject *args) {
+  const char *kind, *op, *dtype, *file, *function;
+  PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
+  int sequence, src, line, column;
+  unsigned node;
+  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI", &kind, &op, &group, &sequence,
+                        &src, &in_shape, &out_shape, &dtype, &inputs, &outputs,
+                        &file, &line, &column, &function, &node))
+    return nullptr;
+  ir::Collective c;
+  auto k = ir::collective_from_name(kind);
+  auto r = ir::reduce_op_from_name(op);
+  if (!k || !r) {
+    PyErr_Format(PyExc_ValueError, "shardproof: unknown collective %s/%s", kind, op);
+    return nullptr;
+  }
+  c.kind = *k;
+  c.op = *r;
+  c.group = int_list<int>(group);
+  c.sequence = sequence;
+  c.src = src;
+  c.input_shape = int_list<std::int64_t>(in_shape);
+  c.output_shape = int_list<std::int64_t>(out_shape);
+  c.dtype = ir::dtype_from_name(dtype);
+  c.inputs = term_list(inputs);
+  c.outputs = term_list(outputs);
+  c.loc = {file, line, column, function};
+  c.node = node;
+  if (PyErr_Occurred())
+    return nullptr;
+  trace().collectives.push_back(std::move(c));
+  Py_RETURN_NONE;
+}
+
+PyObject *py_record_output(PyObject *, PyObject *args) {
+  const char *path, *dtype;
+  unsigned node;
+  PyObject *shape, *elems;
+  if (!PyArg_ParseTuple(args, "sIOsO", &path, &node, &shape, &dtype, &elems))
+    return nullptr;
+  ir::Output out;
+  out.path = path;
+  out.node = node;
+  out.shape = int_list<std::int64_t>(shape);
+  out.dtype = ir::dtype_from_name(dtype);
+  out.elements = term_list(elems);
+  if (PyErr_Occurred())
+    return nullptr;
+  trace().outputs.push_back(std::move(out));
+  Py_RETURN_NONE;
+}
+
+PyMethodDef module_methods[] = {
+    {"var", py_var, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
+    {"placeholder", py_placeholder, METH_VARARGS, "a collective result, resolved at link time"},
+    {"opaque", py_opaque, METH_VARARGS, "a value shardproof does not model"},
+    {"rename", py_rename, METH_VARARGS, "rename(term, name): the name reports use"},
+    {"apply", py_apply, METH_VARARGS, "apply(fn, x): a nonlinear function"},
+    {"where", py_where, METH_VARARGS, "where(cond, a, b)"},
+    {"record_node", py_record_node, METH_VARARGS, "record one IR node"},
+    {"record_leaf", py_record_leaf, METH_VARARGS, "record a parameter or input"},
+    {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},
+    {"record_output", py_record_output, METH_VARARGS, "record an entry output"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_shardproof",
+    "shardproof's term engine and IR recorder", -1, module_methods,
+    nullptr, nullptr, nullptr, nullptr,
+};
+} // namespace
+
+void set_recording_context(RecordingContext *context) { g_context = context; }
+
+PyObject *init_shardproof_module() {
+  if (PyType_Ready(&TermType) < 0)
+    return nullptr;
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m)
+    return nullptr;
+  Py_INCREF(&TermType);
+  PyModule_AddObject(m, "Term", reinterpret_cast<PyObject *>(&TermType));
+  g_symbolic_error = PyErr_NewException("_shardproof.SymbolicControlFlow",
+                                        PyExc_RuntimeError, nullptr);
+  Py_INCREF(g_symbolic_error);
+  PyModule_AddObject(m, "SymbolicControlFlow", g_symbolic_error);
+  return m;
+}
+
+} // namespace shardproof::frontend

@@ -1,0 +1,25 @@
+// The built-in extension module `_shardproof`: terms as Python numbers (so
+// numpy object arrays of them are our symbolic tensors) and the recording
+// calls through which the stand-in torch writes the tensor IR.
+#pragma once
+
+#include "models/ir/trace.h"
+#include "models/terms/term_store.h"
+
+#include <Python.h>
+
+namespace shardproof::frontend {
+
+// What the module records into; set by the tracer around each rank's run.
+struct RecordingContext {
+  terms::TermStore *store = nullptr;
+  ir::Trace *trace = nullptr;
+  terms::VarKind leaf_kind = terms::VarKind::Reference;
+};
+
+void set_recording_context(RecordingContext *context);
+
+// Registered with PyImport_AppendInittab before the interpreter starts.
+PyObject *init_shardproof_module();
+
+} // namespace shardproof::frontend

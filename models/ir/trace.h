@@ -1,0 +1,122 @@
+// The tensor IR: what one simulated rank (or the reference) executed. Every
+// value is a node with shape, dtype, the user source line that created it and
+// its elements as terms; collectives are recorded with their group and their
+// per-group sequence number, and resolved when ranks are linked.
+#pragma once
+
+#include "models/terms/term_store.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::ir {
+
+using terms::TermId;
+using NodeId = std::uint32_t;
+using Shape = std::vector<std::int64_t>;
+
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int column = 0; // 1-based; 0 when unknown
+  std::string function;
+  std::string str() const; // "file:line" or "file:line:col"
+  bool operator==(const SourceLoc &) const = default;
+};
+
+enum class DType { Float64, Float32, Float16, BFloat16, Int64, Int32, Bool, Other };
+std::string_view dtype_name(DType dtype);
+DType dtype_from_name(std::string_view name);
+
+enum class OpCategory {
+  Leaf,        // parameter, input or constant
+  Elementwise, // arithmetic, comparisons, where, masked fill
+  Matmul,      // matmul, linear, bmm, einsum
+  Reduction,   // sum, mean, max, norm
+  View,        // view, reshape, transpose, permute, slice, split, chunk, expand
+  Index,       // gather by index, embedding, cat, stack
+  Softmax,     // softmax, log_softmax
+  Activation,  // gelu, tanh, exp, ... (uninterpreted in proofs)
+  Collective,  // resolved across ranks by the linker
+  Custom,      // the output of an autograd.Function
+  Other,
+};
+std::string_view category_name(OpCategory category);
+OpCategory category_from_name(std::string_view name);
+
+struct Node {
+  NodeId id = 0;
+  std::string op; // the torch-level name: "linear", "gelu", "all_reduce", ...
+  OpCategory category = OpCategory::Other;
+  std::vector<NodeId> inputs;
+  Shape shape;
+  DType dtype = DType::Float32;
+  SourceLoc loc;
+  std::vector<TermId> elements; // row-major
+};
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+std::string_view collective_name(CollectiveKind kind);
+std::optional<CollectiveKind> collective_from_name(std::string_view name);
+
+enum class ReduceOp { Sum, Avg, Max, Min, Product };
+std::string_view reduce_op_name(ReduceOp op);
+std::optional<ReduceOp> reduce_op_from_name(std::string_view name);
+
+// One collective call on one rank. Inputs and outputs are flat, row-major,
+// and chunked along dim 0, as the torch.distributed tensor APIs are.
+struct Collective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  ReduceOp op = ReduceOp::Sum;
+  std::vector<int> group; // global ranks, ascending
+  int sequence = 0;       // index among this rank's calls on this group
+  int src = -1;           // broadcast root, a global rank
+  Shape input_shape, output_shape;
+  DType dtype = DType::Float32;
+  std::vector<TermId> inputs;
+  std::vector<TermId> outputs; // placeholder variables
+  SourceLoc loc;
+  NodeId node = 0;
+};
+
+enum class LeafRole { Parameter, Input };
+
+struct Leaf {
+  LeafRole role = LeafRole::Input;
+  std::string name; // qualified parameter name, or "input#k" by creation order
+  Shape shape;
+  std::vector<TermId> elements;
+  int partition_dim = -1; // >= 0: this rank holds a shard along that dim
+  int partition_stride = 1;
+  int shard_index = 0, shard_count = 1;
+  SourceLoc loc;
+};
+
+struct Output {
+  std::string path; // "out", "out[1]", "out['logits']"
+  NodeId node = 0;
+  Shape shape;
+  DType dtype = DType::Float32;
+  std::vector<TermId> elements;
+};
+
+struct Trace {
+  int rank = 0;
+  int world = 1;
+  std::vector<Node> nodes;
+  std::vector<Leaf> leaves;
+  std::vector<Collective> collectives;
+  std::vector<Output> outputs;
+
+  NodeId add_node(Node node);
+  const Node &node(NodeId id) const { return nodes.at(id); }
+};
+
+std::int64_t element_count(const Shape &shape);
+std::string shape_str(const Shape &shape);
+// "[i,j,k]" for a row-major flat index.
+std::string index_str(const Shape &shape, std::size_t flat);
+
+} // namespace shardproof::ir

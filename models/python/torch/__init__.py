@@ -1,0 +1,313 @@
+"""shardproof's stand-in for torch: the user's real code runs on it, every
+tensor is symbolic or exact, and every op is recorded in the tensor IR."""
+import builtins
+import contextlib
+import math
+
+import numpy as np
+
+import _shardproof as _sp
+
+from ._dtypes import (  # noqa: F401
+    dtype, float64, float32, float16, bfloat16, int64, int32, int16, int8,
+    uint8, bool, double, float, half, long, int, short,
+)
+from . import _dtypes
+from ._tensor import (  # noqa: F401
+    Tensor, Size, device, matmul, split, chunk, maximum, minimum, record, fresh,
+    apply_fn, _raw, _result_dtype, _where_array,
+)
+from ._tracing import Unsupported  # noqa: F401
+
+__version__ = "2.4.0+shardproof"
+FloatTensor = HalfTensor = BFloat16Tensor = LongTensor = Tensor
+contiguous_format = preserve_format = channels_last = None
+strided = "strided"
+
+
+def _shape(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(builtins.int(s) for s in shape)
+
+
+def _concrete(array, dtype, op):
+    return record(np.asarray(array, dtype=dtype.numpy), dtype, op, "leaf")
+
+
+# ---- creation -------------------------------------------------------------
+def tensor(data, dtype=None, device=None, requires_grad=False, **kwargs):
+    if isinstance(data, Tensor):
+        return data.clone()
+    array = np.asarray(data)
+    if dtype is None:
+        dtype = (_dtypes.bool if array.dtype == np.bool_ else
+                 _dtypes.int64 if np.issubdtype(array.dtype, np.integer) else
+                 _dtypes.default_float())
+    t = _concrete(array, dtype, "tensor")
+    t.requires_grad = requires_grad
+    return t
+
+
+as_tensor = tensor
+
+
+def zeros(*shape, dtype=None, **kwargs):
+    dtype = dtype or _dtypes.default_float()
+    return _concrete(np.zeros(_shape(shape)), dtype, "zeros")
+
+
+def ones(*shape, dtype=None, **kwargs):
+    dtype = dtype or _dtypes.default_float()
+    return _concrete(np.ones(_shape(shape)), dtype, "ones")
+
+
+def full(shape, fill_value, dtype=None, **kwargs):
+    dtype = dtype or _result_dtype(fill_value)
+    return _concrete(np.full(_shape((shape,)), fill_value), dtype, "full")
+
+
+def arange(start, end=None, step=1, dtype=None, **kwargs):
+    if end is None:
+        start, end = 0, start
+    array = np.arange(start, end, step)
+    if dtype is None:
+        dtype = _dtypes.int64 if np.issubdtype(array.dtype, np.integer) \
+            else _dtypes.default_float()
+    return _concrete(array, dtype, "arange")
+
+
+def eye(n, m=None, dtype=None, **kwargs):
+    return _concrete(np.eye(n, m), dtype or _dtypes.default_float(), "eye")
+
+
+def empty(*shape, dtype=None, **kwargs):
+    return fresh(_shape(shape), dtype or _dtypes.default_float(), "empty")
+
+
+def randn(*shape, dtype=None, generator=None, **kwargs):
+    return fresh(_shape(shape), dtype or _dtypes.default_float(), "randn")
+
+
+rand = randn
+
+
+def randint(low, high=None, size=None, dtype=None, **kwargs):
+    if high is None:
+        low, high = 0, low
+    rng = np.random.default_rng(12345)
+    return _concrete(rng.integers(low, high, size=_shape((size,))),
+                     dtype or _dtypes.int64, "randint")
+
+
+def _like(fn):
+    def like(t, dtype=None, **kwargs):
+        return fn(*t.shape, dtype=dtype or t.dtype)
+    return like
+
+
+zeros_like, ones_like, empty_like, randn_like = map(_like, (zeros, ones, empty, randn))
+
+
+def full_like(t, value, dtype=None, **kwargs):
+    return full(t.shape, value, dtype=dtype or t.dtype)
+
+
+# ---- functions ---------------------------------------------------------------
+def _unary(name):
+    def fn(x, *args, **kwargs):
+        return getattr(x, name)(*args, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
+for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
+              "abs", "neg", "sum", "mean", "var", "amax", "amin", "norm", "square",
+              "reciprocal", "clamp", "clip", "flatten", "transpose", "permute",
+              "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
+              "log_softmax", "unbind", "select", "clone", "detach"):
+    globals()[_name] = _unary(_name)
+
+
+def add(a, b, alpha=1):
+    return a + (b * alpha if alpha != 1 else b)
+
+
+def sub(a, b, alpha=1):
+    return a - (b * alpha if alpha != 1 else b)
+
+
+def mul(a, b):
+    return a * b if isinstance(a, Tensor) else b * a
+
+
+def div(a, b):
+    return a / b
+
+
+def pow(a, e):
+    return a ** e
+
+
+def max(x, dim=None, keepdim=False):
+    return x.max(dim, keepdim)
+
+
+def min(x, dim=None, keepdim=False):
+    return x.min(dim, keepdim)
+
+
+def bmm(a, b):
+    return matmul(a, b)
+
+
+mm = bmm
+
+
+def baddbmm(inp, a, b, beta=1.0, alpha=1.0):
+    out = matmul(a, b) * alpha
+    return out if beta == 0 else out + inp * beta
+
+
+def einsum(eq, *ops):
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = ops[0]
+    arrays = [o._a if o._a.dtype == object else o._a.astype(object) for o in ops]
+    out = np.einsum(eq, *arrays, optimize=False)
+    return record(np.asarray(out, dtype=object), _result_dtype(*ops), "einsum",
+                  "matmul", ops)
+
+
+def where(cond, a=None, b=None):
+    if a is None:
+        raise Unsupported("torch.where with one argument (data-dependent shape)")
+    return record(_where_array(np.broadcast_to(_raw(cond), np.broadcast(
+        _raw(cond), _raw(a), _raw(b)).shape), _raw(a), _raw(b)),
+        _result_dtype(a, b), "where", "elementwise", (cond, a, b))
+
+
+def _joined(op, tensors, fn):
+    tensors = list(tensors)
+    dtype = _result_dtype(*tensors)
+    arrays = [t._a for t in tensors]
+    if any(a.dtype == object for a in arrays):
+        arrays = [a.astype(object) for a in arrays]
+    return record(fn(arrays), dtype, op, "index", tensors)
+
+
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors if t.numel() > 0 or t.ndim > 1]
+    d = dim + tensors[0].ndim if dim < 0 else dim
+    return _joined("cat", tensors, lambda arrays: np.concatenate(arrays, axis=d))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    d = dim + tensors[0].ndim + 1 if dim < 0 else dim
+    return _joined("stack", tensors, lambda arrays: np.stack(arrays, axis=d))
+
+
+def tensor_split(t, sections, dim=0):
+    n = t.shape[dim]
+    if isinstance(sections, builtins.int):
+        q, r = divmod(n, sections)
+        sizes = [q + 1] * r + [q] * (sections - r)
+    else:
+        bounds = [0] + list(sections) + [n]
+        sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+    return split(t, sizes, dim)
+
+
+def numel(t):
+    return t.numel()
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def is_floating_point(x):
+    return x.dtype.is_floating_point
+
+
+def manual_seed(seed):
+    return None
+
+
+def seed():
+    return 0
+
+
+def get_default_dtype():
+    return _dtypes.default_float()
+
+
+def set_default_dtype(d):
+    _dtypes._default[0] = d
+
+
+def is_grad_enabled():
+    return _grad_enabled[0]
+
+
+_grad_enabled = [True]
+
+
+@contextlib.contextmanager
+def _grad_mode(flag):
+    old = _grad_enabled[0]
+    _grad_enabled[0] = flag
+    try:
+        yield
+    finally:
+        _grad_enabled[0] = old
+
+
+class _GradContext(contextlib.ContextDecorator):
+    def __init__(self, flag=False):
+        self.flag = flag
+
+    def __enter__(self):
+        self._cm = _grad_mode(self.flag)
+        self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+
+def no_grad():
+    return _GradContext(False)
+
+
+def enable_grad():
+    return _GradContext(True)
+
+
+def set_grad_enabled(flag):
+    return _GradContext(flag)
+
+
+inference_mode = no_grad
+
+
+def is_autocast_enabled(*a):
+    return False
+
+
+def compile(fn=None, **kwargs):  # noqa: A001
+    return fn if fn is not None else (lambda f: f)
+
+
+class Generator:
+    def __init__(self, device=None):
+        pass
+
+    def manual_seed(self, seed):
+        return self
+
+
+from . import cuda, jit, autograd, nn, distributed  # noqa: E402,F401
+from .autograd import Function  # noqa: E402,F401

@@ -1,0 +1,55 @@
+import numpy as np
+
+
+class dtype:
+    def __init__(self, name, is_floating_point, itemsize, is_signed=True):
+        self.name = name
+        self.is_floating_point = is_floating_point
+        self.itemsize = itemsize
+        self.is_signed = is_signed
+        self.is_complex = False
+
+    def __repr__(self):
+        return "torch." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+    @property
+    def numpy(self):
+        """The numpy storage: floats are object arrays so that a symbolic write
+        into a view reaches its base, ints and bools stay concrete."""
+        if self.is_floating_point:
+            return object
+        return np.bool_ if self.name == "bool" else np.int64
+
+
+float64 = dtype("float64", True, 8)
+float32 = dtype("float32", True, 4)
+float16 = dtype("float16", True, 2)
+bfloat16 = dtype("bfloat16", True, 2)
+int64 = dtype("int64", False, 8)
+int32 = dtype("int32", False, 4)
+int16 = dtype("int16", False, 2)
+int8 = dtype("int8", False, 1)
+uint8 = dtype("uint8", False, 1, is_signed=False)
+bool = dtype("bool", False, 1, is_signed=False)  # noqa: A001 (torch's name)
+
+double, float, half = float64, float32, float16  # noqa: A001
+long, int, short = int64, int32, int16  # noqa: A001
+
+FLOATS = (float64, float32, float16, bfloat16)
+_default = [float32]
+
+
+def default_float():
+    return _default[0]
+
+
+def promote(*dtypes):
+    floats = [d for d in dtypes if d.is_floating_point]
+    if floats:
+        return max(floats, key=lambda d: (d.itemsize, d.name == "float32"))
+    if dtypes and all(d is bool for d in dtypes):
+        return bool
+    return int64

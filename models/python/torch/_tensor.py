@@ -1,0 +1,752 @@
+"""The stand-in Tensor: a numpy array whose elements are exact numbers or
+symbolic terms (_shardproof.Term), plus the IR node that produced it."""
+import builtins
+import math
+
+import numpy as np
+
+import _shardproof as _sp
+
+from . import _dtypes
+from . import _tracing
+from ._tracing import Unsupported
+
+_py_bool = builtins.bool
+
+
+class Size(tuple):
+    def numel(self):
+        return math.prod(self)
+
+    def __repr__(self):
+        return "torch.Size([" + ", ".join(str(d) for d in self) + "])"
+
+
+class device:
+    def __init__(self, kind="cpu", index=None):
+        self.type = str(kind).split(":")[0]
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}')"
+
+
+def _as_array(x, dtype):
+    return np.asarray(x, dtype=dtype.numpy)
+
+
+def _node_of(x):
+    return x._node if isinstance(x, Tensor) and x._node is not None else None
+
+
+def record(array, dtype, op, category, inputs=()):
+    """Wraps a result array as a Tensor and records its IR node."""
+    if not isinstance(array, np.ndarray):
+        array = np.asarray(array, dtype=dtype.numpy)
+    if dtype.is_floating_point and array.dtype != object:
+        array = array.astype(object)
+    file, line, func, col = _tracing.location()
+    parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
+    node = _sp.record_node(op, category, file, line, col, func, array.shape,
+                           dtype.name, array.ravel().tolist(), parents)
+    return Tensor(array, dtype, node)
+
+
+def fresh(shape, dtype, what, register=True):
+    """A tensor of fresh symbolic leaves (randn, empty, parameters)."""
+    shape = tuple(int(d) for d in shape)
+    index = _tracing.next_leaf_index()
+    origin = _tracing.origin()
+    flat = [_sp.var(f"{what}#{index}{_index_str(shape, i)}", origin)
+            for i in range(math.prod(shape))]
+    array = np.empty(len(flat), dtype=object)
+    array[:] = flat
+    array = array.reshape(shape)
+    t = record(array, dtype, what, "leaf")
+    if register:
+        file, line, _, _ = _tracing.location()
+        _sp.record_leaf("input", f"tensor#{index}", shape, flat, -1, 1, 0, 1,
+                        file, line)
+    return t
+
+
+def _index_str(shape, flat):
+    if not shape:
+        return ""
+    idx = []
+    for d in reversed(shape):
+        idx.append(flat % d)
+        flat //= d
+    return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
+
+
+def _dtype_of_value(x):
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, _py_bool):
+        return _dtypes.bool
+    if isinstance(x, int):
+        return _dtypes.int64
+    return None  # python floats and terms do not promote a tensor's dtype
+
+
+def _result_dtype(*xs):
+    dts = [d for d in (_dtype_of_value(x) for x in xs) if d is not None]
+    if any(isinstance(x, (float, _sp.Term)) for x in xs) and \
+            not any(d.is_floating_point for d in dts):
+        return _dtypes.default_float()
+    return _dtypes.promote(*dts) if dts else _dtypes.default_float()
+
+
+def _raw(x):
+    if isinstance(x, Tensor):
+        return x._a
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x)
+    return x
+
+
+def _bool_array(array):
+    """Comparisons of concrete floats give python bools in an object array;
+    keep them concrete so they can index."""
+    if array.dtype == object:
+        flat = array.ravel()
+        if all(isinstance(v, (_py_bool, np.bool_)) or
+               (isinstance(v, _sp.Term) and v.is_const) for v in flat):
+            return np.asarray([_py_bool(v) for v in flat],
+                              dtype=np.bool_).reshape(array.shape)
+    return array
+
+
+def binary(op, a, b, fn, out_dtype=None):
+    dtype = out_dtype or _result_dtype(a, b)
+    return record(fn(_raw(a), _raw(b)), dtype, op, "elementwise", (a, b))
+
+
+def compare(op, a, b, fn):
+    return record(_bool_array(np.asarray(fn(_raw(a), _raw(b)))), _dtypes.bool,
+                  op, "elementwise", (a, b))
+
+
+_FN_CACHE = {}
+
+
+def apply_fn(name, x, op=None, category="activation"):
+    f = _FN_CACHE.get(name)
+    if f is None:
+        f = _FN_CACHE[name] = np.frompyfunc(lambda v: _sp.apply(name, v), 1, 1)
+    dtype = x.dtype if x.dtype.is_floating_point else _dtypes.default_float()
+    return record(np.asarray(f(x._a), dtype=object), dtype, op or name,
+                  category, (x,))
+
+
+def _where_array(c, a, b):
+    c = np.asarray(c)
+    if c.dtype != object:
+        return np.where(c, a, b)
+    f = np.frompyfunc(_sp.where, 3, 1)
+    return np.asarray(f(c, a, b), dtype=object)
+
+
+def _dim(d, ndim):
+    d = int(d)
+    return d + ndim if d < 0 else d
+
+
+def _index(key):
+    if isinstance(key, tuple):
+        return tuple(_index(k) for k in key)
+    if isinstance(key, Tensor):
+        if key._a.dtype == object:
+            raise Unsupported("indexing with a symbolic tensor")
+        return key._a
+    if isinstance(key, list):
+        return np.asarray([_index(k) for k in key])
+    return key
+
+
+class Tensor:
+    __array_priority__ = 1000  # numpy defers to our operators
+
+    def __init__(self, array, dtype, node=None, requires_grad=False):
+        self._a = array
+        self.dtype = dtype
+        self._node = node
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = None
+
+    # ---- metadata -----------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._a.shape)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self._a.shape[_dim(dim, self.ndim)]
+
+    def dim(self):
+        return self._a.ndim
+
+    ndim = property(dim)
+
+    def numel(self):
+        return int(self._a.size)
+
+    nelement = numel
+
+    def __len__(self):
+        return self._a.shape[0]
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    device = property(lambda self: device("cuda"))
+    is_cuda = property(lambda self: True)
+    is_leaf = property(lambda self: self.grad_fn is None)
+    data = property(lambda self: self)
+    layout = property(lambda self: "strided")
+
+    def is_contiguous(self, memory_format=None):
+        return True
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def data_ptr(self):
+        return id(self._a.base if self._a.base is not None else self._a)
+
+    def __repr__(self):
+        return f"tensor(shape={list(self.shape)}, dtype={self.dtype})"
+
+    def __bool__(self):
+        if self._a.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one "
+                               "value is ambiguous")
+        return _py_bool(self._a.ravel()[0])
+
+    def item(self):
+        v = self._a.ravel()[0]
+        if isinstance(v, _sp.Term):
+            return float(v)  # raises SymbolicControlFlow unless constant
+        return v.item() if isinstance(v, np.generic) else v
+
+    def tolist(self):
+        return [v.item() if isinstance(v, np.generic) else v
+                for v in self._a.ravel()] if self.ndim else self.item()
+
+    __float__ = lambda self: builtins.float(self.item())  # noqa: E731
+    __int__ = lambda self: builtins.int(self.item())  # noqa: E731
+
+    def __index__(self):
+        return builtins.int(self.item())
+
+    # ---- conversions ----------------------------------------------------
+    def to(self, *args, **kwargs):
+        dt = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, _dtypes.dtype):
+                dt = a
+        return self if dt is None or dt is self.dtype else self.type(dt)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return "torch.cuda.FloatTensor"
+        if dtype.is_floating_point:
+            array = self._a.astype(object)
+        elif self._a.dtype == object:
+            if any(isinstance(v, _sp.Term) and not v.is_const
+                   for v in self._a.ravel()):
+                raise Unsupported("casting a symbolic tensor to an integer type")
+            array = np.asarray([builtins.int(v) for v in self._a.ravel()],
+                               dtype=dtype.numpy).reshape(self._a.shape)
+        else:
+            array = self._a.astype(dtype.numpy)
+        return record(array, dtype, "to", "elementwise", (self,))
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    float = lambda self: self.to(_dtypes.float32)  # noqa: E731
+    half = lambda self: self.to(_dtypes.float16)  # noqa: E731
+    bfloat16 = lambda self: self.to(_dtypes.bfloat16)  # noqa: E731
+    double = lambda self: self.to(_dtypes.float64)  # noqa: E731
+    long = lambda self: self.to(_dtypes.int64)  # noqa: E731
+    int = lambda self: self.to(_dtypes.int32)  # noqa: E731
+    bool = lambda self: self.to(_dtypes.bool)  # noqa: E731
+
+    def cuda(self, *a, **k):
+        return self
+
+    cpu = contiguous = pin_memory = cuda
+
+    def detach(self):
+        return Tensor(self._a, self.dtype, self._node)
+
+    def clone(self, memory_format=None):
+        return record(self._a.copy(), self.dtype, "clone", "view", (self,))
+
+    def requires_grad_(self, flag=True):
+        self.requires_grad = flag
+        return self
+
+    def numpy(self):
+        return self._a
+
+    # ---- arithmetic -------------------------------------------------------
+    def __add__(self, o):
+        return binary("add", self, o, np.add)
+
+    def __radd__(self, o):
+        return binary("add", o, self, np.add)
+
+    def __sub__(self, o):
+        return binary("sub", self, o, np.subtract)
+
+    def __rsub__(self, o):
+        return binary("sub", o, self, np.subtract)
+
+    def __mul__(self, o):
+        return binary("mul", self, o, np.multiply)
+
+    def __rmul__(self, o):
+        return binary("mul", o, self, np.multiply)
+
+    def __truediv__(self, o):
+        return binary("div", self, o, _true_divide,
+                      _result_dtype(self, o, 1.0))
+
+    def __rtruediv__(self, o):
+        return binary("div", o, self, _true_divide,
+                      _result_dtype(self, o, 1.0))
+
+    def __floordiv__(self, o):
+        return binary("floor_divide", self, o, np.floor_divide)
+
+    def __mod__(self, o):
+        return binary("remainder", self, o, np.mod)
+
+    def __neg__(self):
+        return record(-self._a, self.dtype, "neg", "elementwise", (self,))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return record(np.abs(self._a), self.dtype, "abs", "elementwise", (self,))
+
+    abs = __abs__
+
+    def __pow__(self, e):
+        if isinstance(e, Tensor):
+            raise Unsupported("a tensor exponent")
+        return record(self._a ** e, self.dtype, "pow", "elementwise", (self,))
+
+    pow = __pow__
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return matmul(o, self)
+
+    def __lt__(self, o):
+        return compare("lt", self, o, np.less)
+
+    def __le__(self, o):
+        return compare("le", self, o, np.less_equal)
+
+    def __gt__(self, o):
+        return compare("gt", self, o, np.greater)
+
+    def __ge__(self, o):
+        return compare("ge", self, o, np.greater_equal)
+
+    def __eq__(self, o):
+        return compare("eq", self, o, _equal)
+
+    def __ne__(self, o):
+        return compare("ne", self, o, lambda a, b: ~_as_bool(_equal(a, b)))
+
+    __hash__ = object.__hash__
+
+    def __and__(self, o):
+        return compare("logical_and", self, o, np.logical_and)
+
+    def __or__(self, o):
+        return compare("logical_or", self, o, np.logical_or)
+
+    def __xor__(self, o):
+        return compare("logical_xor", self, o, np.logical_xor)
+
+    def __invert__(self):
+        return compare("logical_not", self, self, lambda a, _: np.logical_not(a))
+
+    add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
+    sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
+    mul = __mul__
+    div = __truediv__
+    matmul = __matmul__
+    mm = __matmul__
+    bmm = __matmul__
+
+    def exp(self):
+        return apply_fn("exp", self)
+
+    def log(self):
+        return apply_fn("log", self)
+
+    def tanh(self):
+        return apply_fn("tanh", self)
+
+    def sigmoid(self):
+        return apply_fn("sigmoid", self)
+
+    def sqrt(self):
+        return apply_fn("sqrt", self)
+
+    def rsqrt(self):
+        return apply_fn("rsqrt", self)
+
+    def sin(self):
+        return apply_fn("sin", self)
+
+    def cos(self):
+        return apply_fn("cos", self)
+
+    def square(self):
+        return self * self
+
+    def reciprocal(self):
+        return 1.0 / self
+
+    def clamp(self, min=None, max=None):
+        out = self
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+
+    clip = clamp
+
+    # ---- reductions ---------------------------------------------------------
+    def _reduce(self, op, fn, dim, keepdim, dtype=None):
+        axis = None if dim is None else (
+            tuple(_dim(d, self.ndim) for d in dim) if isinstance(dim, (tuple, list))
+            else _dim(dim, self.ndim))
+        out = fn(self._a, axis=axis, keepdims=keepdim)
+        return record(np.asarray(out, dtype=(dtype or self.dtype).numpy),
+                      dtype or self.dtype, op, "reduction", (self,))
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        return self._reduce("sum", np.sum, dim, keepdim, dtype)
+
+    def mean(self, dim=None, keepdim=False, dtype=None):
+        total = self.sum(dim, keepdim, dtype)
+        count = self.numel() // max(total.numel(), 1)
+        return total / count
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        centered = self - self.mean(dim, keepdim=True)
+        n = self.numel() // max(self.mean(dim, keepdim=keepdim).numel(), 1)
+        ddof = (1 if unbiased else 0) if correction is None else correction
+        return (centered * centered).sum(dim, keepdim) / (n - ddof)
+
+    def amax(self, dim=None, keepdim=False):
+        return self._reduce("amax", _object_max, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return self._reduce("amin", _object_min, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return maximum(self, dim)
+        return self.amax(dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return minimum(self, dim)
+        return self.amin(dim, keepdim)
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        return (self * self).sum(dim, keepdim).sqrt()
+
+    def softmax(self, dim, dtype=None):
+        from .nn import functional as F
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim, dtype=None):
+        from .nn import functional as F
+        return F.log_softmax(self, dim)
+
+    # ---- views and shapes ------------------------------------------------------
+    def _view(self, op, array):
+        return record(array, self.dtype, op, "view", (self,))
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], _dtypes.dtype):
+            return self
+        shape = _shape_args(shape)
+        return self._view("view", self._a.reshape(shape))
+
+    def reshape(self, *shape):
+        return self._view("reshape", self._a.reshape(_shape_args(shape)))
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    reshape_as = view_as
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        s = list(self.shape)
+        a, b = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
+        if self.ndim == 0:
+            return self.reshape(1)
+        new = s[:a] + [math.prod(s[a:b + 1])] + s[b + 1:]
+        return self._view("flatten", self._a.reshape(new))
+
+    def transpose(self, d0, d1):
+        return self._view("transpose", np.swapaxes(self._a, _dim(d0, self.ndim),
+                                                   _dim(d1, self.ndim)))
+
+    swapaxes = transpose
+
+    def t(self):
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    T = property(lambda self: self._view("permute", self._a.T))
+
+    def permute(self, *dims):
+        dims = _shape_args(dims)
+        return self._view("permute", np.transpose(
+            self._a, [_dim(d, self.ndim) for d in dims]))
+
+    def unsqueeze(self, d):
+        return self._view("unsqueeze", np.expand_dims(self._a, _dim(d, self.ndim + 1)))
+
+    def squeeze(self, d=None):
+        if d is None:
+            return self._view("squeeze", np.squeeze(self._a))
+        d = _dim(d, self.ndim)
+        if self._a.shape[d] != 1:
+            return self
+        return self._view("squeeze", np.squeeze(self._a, d))
+
+    def expand(self, *shape):
+        shape = list(_shape_args(shape))
+        lead = len(shape) - self.ndim
+        for i, s in enumerate(shape):
+            if s == -1:
+                shape[i] = self._a.shape[i - lead]
+        return self._view("expand", np.broadcast_to(self._a, shape))
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def repeat(self, *reps):
+        return self._view("repeat", np.tile(self._a, _shape_args(reps)))
+
+    def narrow(self, dim, start, length):
+        index = [slice(None)] * self.ndim
+        index[_dim(dim, self.ndim)] = slice(start, start + length)
+        return self._view("narrow", self._a[tuple(index)])
+
+    def split(self, split_size, dim=0):
+        return split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        d = _dim(dim, self.ndim)
+        return tuple(self.select(d, i) for i in range(self._a.shape[d]))
+
+    def select(self, dim, index):
+        key = [slice(None)] * self.ndim
+        key[_dim(dim, self.ndim)] = index
+        return self._view("select", self._a[tuple(key)])
+
+    def __getitem__(self, key):
+        return record(self._a[_index(key)], self.dtype, "index", "view", (self,))
+
+    def __setitem__(self, key, value):
+        array = _raw(value)
+        if array is not None and isinstance(array, np.ndarray) and \
+                array.dtype == object and self._a.dtype != object:
+            raise Unsupported("writing symbolic values into an integer tensor")
+        self._a[_index(key)] = array
+        self._inplace("index_put", value)
+
+    # ---- in place --------------------------------------------------------------
+    def _inplace(self, op, *inputs):
+        """The array already holds the new values (and so does every view of
+        the same storage); record the new node for this tensor."""
+        t = record(self._a, self.dtype, op, "elementwise", (self,) + inputs)
+        self._node = t._node
+        return self
+
+    def _assign(self, op, array, *inputs):
+        self._a[...] = array
+        return self._inplace(op, *inputs)
+
+    def copy_(self, src, non_blocking=False):
+        return self._assign("copy_", np.broadcast_to(_raw(src), self._a.shape), src)
+
+    def add_(self, o, alpha=1):
+        return self._assign("add_", self._a + _raw(o) * alpha, o)
+
+    def sub_(self, o, alpha=1):
+        return self._assign("sub_", self._a - _raw(o) * alpha, o)
+
+    def mul_(self, o):
+        return self._assign("mul_", self._a * _raw(o), o)
+
+    def div_(self, o):
+        return self._assign("div_", _true_divide(self._a, _raw(o)), o)
+
+    def zero_(self):
+        return self._assign("zero_", 0.0 if self.dtype.is_floating_point else 0)
+
+    def fill_(self, v):
+        return self._assign("fill_", _raw(v))
+
+    def masked_fill_(self, mask, value):
+        self._a[_index(mask) if mask._a.dtype != object else ...] = \
+            _where_array(np.broadcast_to(mask._a, self._a.shape), _raw(value), self._a) \
+            if mask._a.dtype == object else _raw(value)
+        return self._inplace("masked_fill_", mask)
+
+    def masked_fill(self, mask, value):
+        return record(_where_array(np.broadcast_to(mask._a, self._a.shape),
+                                   _raw(value), self._a),
+                      self.dtype, "masked_fill", "elementwise", (self, mask))
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        return self._reinit()
+
+    uniform_ = normal_
+
+    def _reinit(self, *a, **k):
+        """init functions make a plain tensor symbolic; a Parameter already is."""
+        from .nn.parameter import Parameter
+        if not isinstance(self, Parameter):
+            self._a[...] = fresh(self.shape, self.dtype, "init")._a
+            self._inplace("init")
+        return self
+
+    # autograd of the stand-in lands with the frontend issue; say so plainly.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        raise Unsupported("backward() (gradient obligations are not modelled yet)")
+
+    def register_hook(self, hook):
+        return None
+
+    def new_zeros(self, *shape, dtype=None, **k):
+        from . import zeros
+        return zeros(*shape, dtype=dtype or self.dtype)
+
+    def new_ones(self, *shape, dtype=None, **k):
+        from . import ones
+        return ones(*shape, dtype=dtype or self.dtype)
+
+    def new_empty(self, *shape, dtype=None, **k):
+        from . import empty
+        return empty(*shape, dtype=dtype or self.dtype)
+
+    def new_tensor(self, data, dtype=None, **k):
+        from . import tensor
+        return tensor(data, dtype=dtype or self.dtype)
+
+
+def _equal(a, b):
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    if a.dtype != object and b.dtype != object:
+        return np.equal(a, b)
+    out = np.empty(a.shape, dtype=object)
+    for i, (x, y) in enumerate(zip(a.ravel(), b.ravel())):
+        if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
+            raise Unsupported("comparing symbolic values for equality")
+        out.ravel()[i] = x == y
+    return out
+
+
+def _as_bool(a):
+    return np.asarray(a, dtype=np.bool_)
+
+
+def _true_divide(a, b):
+    # object arrays call Term.__truediv__, which keeps x / 3 exact
+    return np.true_divide(a, b)
+
+
+def _object_max(a, axis=None, keepdims=False):
+    return _fold(a, axis, keepdims, maximum_scalar)
+
+
+def _object_min(a, axis=None, keepdims=False):
+    return _fold(a, axis, keepdims, minimum_scalar)
+
+
+def _fold(a, axis, keepdims, fn):
+    if a.dtype != object:
+        return (np.max if fn is maximum_scalar else np.min)(a, axis=axis,
+                                                            keepdims=keepdims)
+    ufunc = np.frompyfunc(fn, 2, 1)
+    if axis is None:
+        out = ufunc.reduce(a.ravel(), axis=0)
+        return np.asarray(out, dtype=object).reshape((1,) * a.ndim if keepdims else ())
+    return ufunc.reduce(a, axis=axis, keepdims=keepdims)
+
+
+def maximum_scalar(x, y):
+    if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
+        return _sp.where(x < y, y, x)
+    return x if x >= y else y
+
+
+def minimum_scalar(x, y):
+    if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
+        return _sp.where(y < x, y, x)
+    return x if x <= y else y
+
+
+def maximum(a, b):
+    f = np.frompyfunc(maximum_scalar, 2, 1)
+    return record(np.asarray(f(_raw(a), _raw(b)), dtype=object),
+                  _result_dtype(a, b), "maximum", "elementwise", (a, b))
+
+
+def minimum(a, b):
+    f = np.frompyfunc(minimum_scalar, 2, 1)
+    return record(np.asarray(f(_raw(a), _raw(b)), dtype=object),
+                  _result_dtype(a, b), "minimum", "elementwise", (a, b))
+
+
+def _shape_args(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = shape[0]
+    return tuple(builtins.int(s) for s in shape)
+
+
+def matmul(a, b):
+    x, y = _raw(a), _raw(b)
+    if x.dtype == object or y.dtype == object:
+        x, y = np.asarray(x, dtype=object), np.asarray(y, dtype=object)
+    return record(np.matmul(x, y), _result_dtype(a, b), "matmul", "matmul", (a, b))
+
+
+def split(t, split_size, dim=0):
+    d = _dim(dim, t.ndim)
+    n = t._a.shape[d]
+    sizes = ([split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+             if isinstance(split_size, builtins.int) else list(split_size))
+    out, start = [], 0
+    for s in sizes:
+        out.append(t.narrow(d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(t, chunks, dim=0):
+    n = t._a.shape[_dim(dim, t.ndim)]
+    return split(t, -(-n // chunks), dim)

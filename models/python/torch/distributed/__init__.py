@@ -1,0 +1,270 @@
+"""torch.distributed on a simulated world: this process plays one rank at a
+time. A collective records its inputs and returns placeholders that the linker
+resolves once every rank has run. As in PyTorch, raw collectives are invisible
+to autograd."""
+import numpy as np
+
+import _shardproof as _sp
+
+from .. import _tracing
+from .._tensor import Tensor, record
+
+
+class _World:
+    def __init__(self):
+        self.size = 1
+        self.rank = 0
+        self.initialized = False
+        self.sequence = {}  # group ranks -> calls issued so far
+
+
+world = _World()
+
+
+def configure(size, rank):
+    """Called by the driver before each rank's run."""
+    world.size, world.rank = size, rank
+    world.initialized = False
+    world.sequence = {}
+
+
+class ProcessGroup:
+    def __init__(self, ranks):
+        self.ranks = tuple(sorted(ranks))
+
+    def size(self):
+        return len(self.ranks)
+
+    def rank(self):
+        return self.ranks.index(world.rank) if world.rank in self.ranks else -1
+
+    def __repr__(self):
+        return f"ProcessGroup(ranks={list(self.ranks)})"
+
+
+class _WorldGroup:
+    """group.WORLD: always the current world, whatever its size."""
+
+    @property
+    def ranks(self):
+        return tuple(range(world.size))
+
+    def size(self):
+        return world.size
+
+    def rank(self):
+        return world.rank
+
+
+class group:
+    WORLD = _WorldGroup()
+
+
+GroupMember = group
+
+
+class ReduceOp:
+    SUM = "sum"
+    AVG = "avg"
+    MAX = "max"
+    MIN = "min"
+    PRODUCT = "product"
+
+    class RedOpType:
+        SUM, AVG, MAX, MIN, PRODUCT = "sum", "avg", "max", "min", "product"
+
+
+class Backend:
+    NCCL = "nccl"
+    GLOO = "gloo"
+
+
+def is_available():
+    return True
+
+
+def is_initialized():
+    return world.initialized
+
+
+def init_process_group(backend=None, init_method=None, timeout=None,
+                       world_size=-1, rank=-1, **kwargs):
+    world.initialized = True
+
+
+def destroy_process_group(group=None):
+    world.initialized = False
+
+
+def get_backend(group=None):
+    return "nccl"
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, **kwargs):
+    return ProcessGroup(range(world.size) if ranks is None else ranks)
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, **kwargs):
+    groups = [new_group(r) for r in ranks_per_subgroup_list]
+    mine = next((g for g in groups if world.rank in g.ranks), None)
+    return mine, groups
+
+
+def _group(g):
+    return group.WORLD if g is None else g
+
+
+def get_rank(group=None):
+    return _group(group).rank()
+
+
+def get_world_size(group=None):
+    return _group(group).size()
+
+
+def get_global_rank(group, group_rank):
+    return _group(group).ranks[group_rank]
+
+
+def get_process_group_ranks(group):
+    return list(_group(group).ranks)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    return _Work() if async_op else None
+
+
+class _Work:
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+
+def _collective(kind, op, g, inputs, out_shape, dtype, src=-1):
+    """Records the call; returns the placeholder result as a flat object array."""
+    g = _group(g)
+    ranks = tuple(g.ranks)
+    if world.rank not in ranks:
+        raise ValueError(f"rank {world.rank} is not a member of {g!r}")
+    seq = world.sequence.get(ranks, 0)
+    world.sequence[ranks] = seq + 1
+    flat_in = np.asarray(inputs).ravel().tolist()
+    file, line, func, col = _tracing.location()
+    count = int(np.prod(out_shape))
+    outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", f"{file}:{line}")
+               for i in range(count)]
+    node = record(np.asarray(outputs, dtype=object).reshape(out_shape), dtype,
+                  kind, "collective")._node
+    _sp.record_collective(kind, op, ranks, seq, src, np.shape(inputs), out_shape,
+                          dtype.name, flat_in, outputs, file, line, col, func, node)
+    return np.asarray(outputs, dtype=object), node
+
+
+def _write(tensor, flat, node):
+    """Collectives write in place: every view of the tensor sees the result."""
+    tensor._a[...] = np.asarray(flat, dtype=object).reshape(tensor._a.shape) \
+        if tensor._a.dtype == object else flat.reshape(tensor._a.shape)
+    tensor._node = node
+
+
+def _done(async_op):
+    return _Work() if async_op else None
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    if _group(group).size() > 1:
+        flat, node = _collective("all_reduce", op, group, tensor._a, tensor._a.shape,
+                                 tensor.dtype)
+        _write(tensor, flat, node)
+    return _done(async_op)
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    if _group(group).size() > 1:
+        flat, node = _collective("broadcast", "sum", group, tensor._a, tensor._a.shape,
+                                 tensor.dtype, src=src)
+        _write(tensor, flat, node)
+    return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    g = _group(group)
+    if g.size() == 1:
+        output_tensor._a[...] = input_tensor._a.reshape(output_tensor._a.shape)
+        return _done(async_op)
+    out_shape = (g.size() * input_tensor._a.shape[0],) + input_tensor._a.shape[1:]
+    flat, node = _collective("all_gather", "sum", group, input_tensor._a, out_shape,
+                             input_tensor.dtype)
+    _write(output_tensor, flat, node)
+    return _done(async_op)
+
+
+_all_gather_base = all_gather_into_tensor
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    g = _group(group)
+    if g.size() == 1:
+        tensor_list[0]._a[...] = tensor._a
+        return _done(async_op)
+    flat, node = _collective("all_gather", "sum", group, tensor._a,
+                             (g.size(),) + tensor._a.shape, tensor.dtype)
+    n = tensor._a.size
+    for i, t in enumerate(tensor_list):
+        _write(t, flat[i * n:(i + 1) * n], node)
+    return _done(async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    g = _group(group)
+    if g.size() == 1:
+        output._a[...] = input._a.reshape(output._a.shape)
+        return _done(async_op)
+    out_shape = (input._a.shape[0] // g.size(),) + input._a.shape[1:]
+    flat, node = _collective("reduce_scatter", op, group, input._a, out_shape,
+                             input.dtype)
+    _write(output, flat, node)
+    return _done(async_op)
+
+
+_reduce_scatter_base = reduce_scatter_tensor
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    from .. import cat
+    return reduce_scatter_tensor(output, cat([t.reshape(-1) for t in input_list]),
+                                 op, group, async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    if output_split_sizes or input_split_sizes:
+        raise _tracing.Unsupported("all_to_all_single with uneven split sizes")
+    g = _group(group)
+    if g.size() == 1:
+        output._a[...] = input._a
+        return _done(async_op)
+    flat, node = _collective("all_to_all", "sum", group, input._a, input._a.shape,
+                             input.dtype)
+    _write(output, flat, node)
+    return _done(async_op)
+
+
+def _point_to_point(*a, **k):
+    raise _tracing.Unsupported("point-to-point send/recv (pipeline parallelism)")
+
+
+send = recv = isend = irecv = batch_isend_irecv = _point_to_point
+
+
+class P2POp:
+    def __init__(self, *a, **k):
+        _point_to_point()
+
+
+__all__ = ["all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+           "reduce_scatter_tensor", "all_to_all_single", "get_rank",
+           "get_world_size", "new_group", "ReduceOp", "group", "barrier",
+           "init_process_group", "is_initialized", "Tensor"]

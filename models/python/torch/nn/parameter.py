@@ -1,0 +1,21 @@
+from .. import _tracing
+from .._tensor import Tensor, fresh
+
+
+class Parameter(Tensor):
+    """Always symbolic: a proof covers every value the weights may take, so the
+    initial data only gives the shape and dtype."""
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            raise TypeError("Parameter() needs data")
+        symbolic = fresh(data.shape, data.dtype,
+                         f"param{_tracing.next_param_index()}", register=False)
+        super().__init__(symbolic._a, data.dtype, symbolic._node, requires_grad)
+        self._origin = _tracing.location()[:2]
+        self.__dict__.update({k: v for k, v in data.__dict__.items()
+                              if k not in ("_a", "dtype", "_node", "grad",
+                                           "grad_fn", "requires_grad")})
+
+    def __repr__(self):
+        return f"Parameter(shape={list(self.shape)}, dtype={self.dtype})"

@@ -1,0 +1,320 @@
+#include "models/terms/term_store.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace shardproof::terms {
+
+namespace {
+struct FnInfo {
+  Fn fn;
+  std::string_view name;
+};
+constexpr FnInfo kFunctions[] = {
+    {Fn::Gelu, "gelu"},       {Fn::GeluTanh, "gelu_tanh"}, {Fn::Tanh, "tanh"},
+    {Fn::Exp, "exp"},         {Fn::Log, "log"},            {Fn::Erf, "erf"},
+    {Fn::Sqrt, "sqrt"},       {Fn::Rsqrt, "rsqrt"},        {Fn::Sigmoid, "sigmoid"},
+    {Fn::Silu, "silu"},       {Fn::Relu, "relu"},          {Fn::Sin, "sin"},
+    {Fn::Cos, "cos"},
+};
+
+std::size_t mix(std::size_t seed, std::size_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+} // namespace
+
+std::string_view fn_name(Fn fn) {
+  for (const auto &info : kFunctions)
+    if (info.fn == fn)
+      return info.name;
+  return "?";
+}
+
+bool fn_from_name(std::string_view name, Fn &out) {
+  for (const auto &info : kFunctions)
+    if (info.name == name) {
+      out = info.fn;
+      return true;
+    }
+  return false;
+}
+
+double fn_eval(Fn fn, double x) {
+  switch (fn) {
+  case Fn::Gelu:
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case Fn::GeluTanh:
+    return 0.5 * x *
+           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  case Fn::Tanh:
+    return std::tanh(x);
+  case Fn::Exp:
+    return std::exp(x);
+  case Fn::Log:
+    return std::log(x);
+  case Fn::Erf:
+    return std::erf(x);
+  case Fn::Sqrt:
+    return std::sqrt(x);
+  case Fn::Rsqrt:
+    return 1.0 / std::sqrt(x);
+  case Fn::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case Fn::Silu:
+    return x / (1.0 + std::exp(-x));
+  case Fn::Relu:
+    return x > 0 ? x : 0.0;
+  case Fn::Sin:
+    return std::sin(x);
+  case Fn::Cos:
+    return std::cos(x);
+  }
+  return NAN;
+}
+
+std::size_t TermStore::NodeHash::operator()(const Node &n) const {
+  std::size_t h = mix(static_cast<std::size_t>(n.op), n.payload);
+  for (TermId a : n.args)
+    h = mix(h, a);
+  return h;
+}
+
+TermStore::TermStore() {
+  zero_ = constant(mpq_class(0));
+  one_ = constant(mpq_class(1));
+}
+
+TermId TermStore::intern(Node node) {
+  auto it = index_.find(node);
+  if (it != index_.end())
+    return it->second;
+  TermId id = static_cast<TermId>(nodes_.size());
+  nodes_.push_back(node);
+  index_.emplace(std::move(node), id);
+  return id;
+}
+
+TermId TermStore::constant(const mpq_class &value) {
+  std::string key = value.get_str();
+  auto it = constant_index_.find(key);
+  std::uint32_t index;
+  if (it != constant_index_.end()) {
+    index = it->second;
+  } else {
+    index = static_cast<std::uint32_t>(constants_.size());
+    constants_.push_back(value);
+    constant_index_.emplace(std::move(key), index);
+  }
+  return intern(Node{Op::Const, index, {}});
+}
+
+TermId TermStore::constant_from_double(double value) {
+  if (!std::isfinite(value))
+    throw std::invalid_argument("non-finite constant");
+  return constant(mpq_class(value));
+}
+
+TermId TermStore::var(std::string name, VarKind kind, std::string origin) {
+  auto index = static_cast<std::uint32_t>(variables_.size());
+  variables_.push_back(Variable{std::move(name), kind, std::move(origin)});
+  // Variables are never shared: the index makes each node distinct.
+  return intern(Node{Op::Var, index, {}});
+}
+
+const mpq_class &TermStore::const_value(TermId id) const {
+  return constants_[nodes_[id].payload];
+}
+
+const Variable &TermStore::variable(TermId id) const {
+  return variables_[nodes_[id].payload];
+}
+Variable &TermStore::variable(TermId id) {
+  return variables_[nodes_[id].payload];
+}
+
+bool TermStore::is_bool(TermId id) const {
+  Op op = nodes_[id].op;
+  return op == Op::Lt || op == Op::Le;
+}
+
+TermId TermStore::add(TermId a, TermId b) {
+  if (is_const(a) && is_const(b))
+    return constant(const_value(a) + const_value(b));
+  if (a == zero_)
+    return b;
+  if (b == zero_)
+    return a;
+  return intern(Node{Op::Add, 0, {a, b}});
+}
+
+TermId TermStore::add(std::span<const TermId> args) {
+  if (args.empty())
+    return zero_;
+  if (args.size() == 1)
+    return args[0];
+  return intern(Node{Op::Add, 0, {args.begin(), args.end()}});
+}
+
+TermId TermStore::mul(TermId a, TermId b) {
+  if (is_const(a) && is_const(b))
+    return constant(const_value(a) * const_value(b));
+  if (a == zero_ || b == zero_)
+    return zero_;
+  if (a == one_)
+    return b;
+  if (b == one_)
+    return a;
+  return intern(Node{Op::Mul, 0, {a, b}});
+}
+
+TermId TermStore::mul(std::span<const TermId> args) {
+  if (args.empty())
+    return one_;
+  if (args.size() == 1)
+    return args[0];
+  return intern(Node{Op::Mul, 0, {args.begin(), args.end()}});
+}
+
+TermId TermStore::neg(TermId a) { return mul(constant(-1), a); }
+TermId TermStore::sub(TermId a, TermId b) { return add(a, neg(b)); }
+
+TermId TermStore::inv(TermId a) {
+  if (is_const(a)) {
+    const mpq_class &v = const_value(a);
+    return v == 0 ? zero_ : constant(mpq_class(1) / v);
+  }
+  if (nodes_[a].op == Op::Inv)
+    return nodes_[a].args[0];
+  return intern(Node{Op::Inv, 0, {a}});
+}
+
+TermId TermStore::div(TermId a, TermId b) { return mul(a, inv(b)); }
+
+TermId TermStore::app(Fn fn, TermId arg) {
+  return intern(Node{Op::App, static_cast<std::uint32_t>(fn), {arg}});
+}
+
+TermId TermStore::lt(TermId a, TermId b) {
+  if (is_const(a) && is_const(b))
+    return const_value(a) < const_value(b) ? one_ : zero_;
+  return intern(Node{Op::Lt, 0, {a, b}});
+}
+
+TermId TermStore::le(TermId a, TermId b) {
+  if (is_const(a) && is_const(b))
+    return const_value(a) <= const_value(b) ? one_ : zero_;
+  return intern(Node{Op::Le, 0, {a, b}});
+}
+
+TermId TermStore::ite(TermId cond, TermId then_term, TermId else_term) {
+  if (is_const(cond))
+    return const_value(cond) != 0 ? then_term : else_term;
+  if (then_term == else_term)
+    return then_term;
+  return intern(Node{Op::Ite, 0, {cond, then_term, else_term}});
+}
+
+TermId TermStore::max(TermId a, TermId b) { return ite(lt(a, b), b, a); }
+TermId TermStore::min(TermId a, TermId b) { return ite(lt(b, a), b, a); }
+
+std::string TermStore::to_string(TermId id) const {
+  const Node &n = nodes_[id];
+  auto join = [&](std::string_view sep) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < n.args.size(); ++i) {
+      if (i)
+        out += sep;
+      out += to_string(n.args[i]);
+    }
+    return out + ")";
+  };
+  switch (n.op) {
+  case Op::Const:
+    return const_value(id).get_str();
+  case Op::Var:
+    return variable(id).name;
+  case Op::Add:
+    return join(" + ");
+  case Op::Mul:
+    return join("*");
+  case Op::Inv:
+    return "1/" + to_string(n.args[0]);
+  case Op::App:
+    return std::string(fn_name(static_cast<Fn>(n.payload))) +
+           "(" + to_string(n.args[0]) + ")";
+  case Op::Lt:
+    return join(" < ");
+  case Op::Le:
+    return join(" <= ");
+  case Op::Ite:
+    return "ite" + join(", ");
+  }
+  return "?";
+}
+
+TermId Substitution::apply(TermId term) {
+  if (auto it = memo_.find(term); it != memo_.end())
+    return it->second;
+  const Node node = store_.node(term); // copy: the store may grow below
+  TermId result = term;
+  switch (node.op) {
+  case Op::Const:
+    break;
+  case Op::Var:
+    if (auto b = binding_.find(term); b != binding_.end())
+      result = b->second;
+    else if (resolver_)
+      result = resolver_(term);
+    break;
+  case Op::Add:
+  case Op::Mul: {
+    bool is_add = node.op == Op::Add;
+    result = is_add ? store_.zero() : store_.one();
+    for (TermId arg : node.args) {
+      TermId a = apply(arg);
+      result = is_add ? store_.add(result, a) : store_.mul(result, a);
+    }
+    break;
+  }
+  case Op::Inv:
+    result = store_.inv(apply(node.args[0]));
+    break;
+  case Op::App:
+    result = store_.app(static_cast<Fn>(node.payload), apply(node.args[0]));
+    break;
+  case Op::Lt:
+    result = store_.lt(apply(node.args[0]), apply(node.args[1]));
+    break;
+  case Op::Le:
+    result = store_.le(apply(node.args[0]), apply(node.args[1]));
+    break;
+  case Op::Ite:
+    result = store_.ite(apply(node.args[0]), apply(node.args[1]),
+                        apply(node.args[2]));
+    break;
+  }
+  memo_[term] = result;
+  return result;
+}
+
+std::vector<TermId> variables_of(const TermStore &store,
+                                 std::span<const TermId> roots) {
+  std::vector<TermId> out;
+  std::unordered_set<TermId> seen;
+  std::vector<TermId> stack(roots.rbegin(), roots.rend());
+  while (!stack.empty()) {
+    TermId t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second)
+      continue;
+    const Node &n = store.node(t);
+    if (n.op == Op::Var)
+      out.push_back(t);
+    for (auto it = n.args.rbegin(); it != n.args.rend(); ++it)
+      stack.push_back(*it);
+  }
+  return out;
+}
+
+} // namespace shardproof::terms

@@ -1,0 +1,150 @@
+// Hash-consed terms over the reals: the element-level meaning of every tensor
+// value shardproof traces. Construction only folds constants and units; the
+// canonical polynomial form lives in normal_form.h so that tracing stays cheap.
+#pragma once
+
+#include <gmpxx.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace shardproof::terms {
+
+using TermId = std::uint32_t;
+
+enum class Op : std::uint8_t {
+  Const, // payload: index into constants
+  Var,   // payload: index into variables
+  Add,   // n-ary sum
+  Mul,   // n-ary product
+  Inv,   // 1/x, with inv(0) = 0 (total, so every identity we use is sound)
+  App,   // payload: Fn; an uninterpreted function with known real semantics
+  Lt,    // boolean: args[0] < args[1]
+  Le,    // boolean: args[0] <= args[1]
+  Ite,   // args[0] ? args[1] : args[2], args[0] boolean
+};
+
+// Nonlinear functions. The prover treats them as uninterpreted (sound for
+// proofs); the falsifier evaluates their real meaning (sound for refutations).
+enum class Fn : std::uint8_t {
+  Gelu,
+  GeluTanh,
+  Tanh,
+  Exp,
+  Log,
+  Erf,
+  Sqrt,
+  Rsqrt,
+  Sigmoid,
+  Silu,
+  Relu,
+  Sin,
+  Cos,
+};
+
+std::string_view fn_name(Fn fn);
+bool fn_from_name(std::string_view name, Fn &out);
+double fn_eval(Fn fn, double x);
+
+enum class VarKind : std::uint8_t {
+  Reference,   // a leaf of the reference program: the universally quantified input
+  RankLocal,   // a rank's leaf with no counterpart in the reference
+  Placeholder, // a collective's result, resolved when ranks are linked
+  Opaque,      // a value we do not model; reaching an output blocks a proof
+};
+
+struct Variable {
+  std::string name;
+  VarKind kind;
+  std::string origin; // file:line that created it, for reports
+};
+
+struct Node {
+  Op op;
+  std::uint32_t payload = 0;
+  std::vector<TermId> args;
+  bool operator==(const Node &) const = default;
+};
+
+class TermStore {
+public:
+  TermStore();
+
+  TermId constant(const mpq_class &value);
+  TermId constant(long value) { return constant(mpq_class(value)); }
+  TermId constant_from_double(double value); // exact binary value
+  TermId var(std::string name, VarKind kind, std::string origin = {});
+
+  TermId add(TermId a, TermId b);
+  TermId add(std::span<const TermId> args); // canonical n-ary node, no folding
+  TermId mul(TermId a, TermId b);
+  TermId mul(std::span<const TermId> args);
+  TermId neg(TermId a);
+  TermId sub(TermId a, TermId b);
+  TermId inv(TermId a);
+  TermId div(TermId a, TermId b);
+  TermId app(Fn fn, TermId arg);
+  TermId lt(TermId a, TermId b);
+  TermId le(TermId a, TermId b);
+  TermId ite(TermId cond, TermId then_term, TermId else_term);
+  TermId max(TermId a, TermId b);
+  TermId min(TermId a, TermId b);
+
+  const Node &node(TermId id) const { return nodes_[id]; }
+  bool is_const(TermId id) const { return nodes_[id].op == Op::Const; }
+  const mpq_class &const_value(TermId id) const;
+  bool is_var(TermId id) const { return nodes_[id].op == Op::Var; }
+  const Variable &variable(TermId id) const;
+  Variable &variable(TermId id);
+  bool is_bool(TermId id) const;
+  std::size_t size() const { return nodes_.size(); }
+
+  TermId zero() const { return zero_; }
+  TermId one() const { return one_; }
+
+  std::string to_string(TermId id) const;
+
+private:
+  TermId intern(Node node);
+
+  struct NodeHash {
+    std::size_t operator()(const Node &n) const;
+  };
+  std::vector<Node> nodes_;
+  std::unordered_map<Node, TermId, NodeHash> index_;
+  std::vector<mpq_class> constants_;
+  std::unordered_map<std::string, std::uint32_t> constant_index_;
+  std::vector<Variable> variables_;
+  TermId zero_ = 0, one_ = 0;
+};
+
+// Applies a substitution var -> term over a DAG, memoised; terms not mapped
+// are rebuilt through the folding constructors.
+class Substitution {
+public:
+  explicit Substitution(TermStore &store) : store_(store) {}
+  void bind(TermId var, TermId value) { binding_[var] = value; }
+  // Called for a variable without a binding; may return the variable itself.
+  // Lets the linker resolve collective placeholders lazily.
+  void set_resolver(std::function<TermId(TermId)> resolver) {
+    resolver_ = std::move(resolver);
+  }
+  TermId apply(TermId term);
+
+private:
+  TermStore &store_;
+  std::unordered_map<TermId, TermId> binding_;
+  std::unordered_map<TermId, TermId> memo_;
+  std::function<TermId(TermId)> resolver_;
+};
+
+// Every variable a term depends on, in first-seen order.
+std::vector<TermId> variables_of(const TermStore &store,
+                                 std::span<const TermId> roots);
+
+} // namespace shardproof::terms
