@@ -37,6 +37,16 @@ std::string failure_line(const TargetResult &r) {
   return fmt::format("{}: error: {}", where, f.message);
 }
 
+nlohmann::json notes_json(const std::vector<checkers::Finding::Note> &notes) {
+  auto out = nlohmann::json::array();
+  for (const auto &n : notes)
+    out.push_back({{"file", display_path(n.loc.file)},
+                   {"line", n.loc.line},
+                   {"column", n.loc.column},
+                   {"message", n.message}});
+  return out;
+}
+
 std::string verdict_word(Verdict::Kind kind) {
   switch (kind) {
   case Verdict::Kind::Proved:
@@ -62,6 +72,8 @@ void write_text(std::ostream &out, std::ostream &err,
                          checkers::severity_name(f.severity), f.message, f.rule_id);
       for (const auto &line : f.details)
         out << "  " << line << "\n";
+      for (const auto &note : f.notes)
+        out << fmt::format("{}: note: {}\n", location(note.loc), note.message);
     }
     for (const auto &o : r.obligations)
       if (o.verdict.kind == Verdict::Kind::Unknown)
@@ -102,6 +114,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                           {"column", f.loc.column},
                           {"message", f.message},
                           {"details", f.details},
+                          {"notes", notes_json(f.notes)},
                           {"target", r.target.str()}});
     auto obligations = nlohmann::json::array();
     for (const auto &o : r.obligations) {

@@ -15,7 +15,7 @@ public:
                 m.message + " (the job would hang or mix unrelated tensors)",
                 {}};
       if (!m.loc_b.file.empty())
-        f.details.push_back("the other call site: " + m.loc_b.str());
+        f.notes.push_back({m.loc_b, "the other rank's collective is issued here"});
       context.findings.push_back(std::move(f));
     }
   }

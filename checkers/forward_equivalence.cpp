@@ -255,13 +255,14 @@ private:
       return it == cex.values.end() ? 0.0 : it->second;
     };
     terms::DoubleEvaluator eval(store, values);
+    // Minimised values are mostly 0: list the others. Inputs the element
+    // does not depend on may take any value, so 0 is as good as any.
     f.details.push_back("Example:");
-    if (cex.values.empty())
-      f.details.push_back("  (any input)");
     for (const auto &[var, v] : cex.values)
-      f.details.push_back(
-          fmt::format("  {} = {}", store.variable(var).name, format_value(v)));
-    f.details.push_back("  (every other input: any value)");
+      if (v != 0)
+        f.details.push_back(
+            fmt::format("  {} = {}", store.variable(var).name, format_value(v)));
+    f.details.push_back("  every other input = 0");
     std::string element = ref_out.path + ir::index_str(ref_out.shape, row.reference);
     f.details.push_back(fmt::format("Reference (world 1): {} = {}", element,
                                     format_value(eval(value.reference[row.reference])
@@ -294,7 +295,7 @@ private:
       f.details.push_back("The ranks' values add up to the reference: an "
                           "all-reduce is missing");
     if (divergence && !(divergence->loc == loc))
-      f.details.push_back("The output is returned at " + loc.str());
+      f.notes.push_back({loc, fmt::format("output '{}' is returned here", ref_out.path)});
     context.findings.push_back(std::move(f));
   }
 };

@@ -31,6 +31,11 @@ struct Finding {
   ir::SourceLoc loc;
   std::string message;
   std::vector<std::string> details; // the Alive2-style explanation, line by line
+  struct Note {
+    ir::SourceLoc loc;
+    std::string message;
+  };
+  std::vector<Note> notes; // related places, printed as clang-style notes
 };
 
 } // namespace shardproof::checkers
