@@ -1,6 +1,7 @@
 #include "models/terms/evaluate.h"
 
 #include <cmath>
+#include <type_traits>
 
 namespace shardproof::terms {
 
@@ -37,6 +38,8 @@ std::optional<Value> Evaluator<Value>::operator()(TermId term) {
     break;
   case Op::Var:
     result = assignment_(term);
+    if constexpr (std::is_same_v<Value, mpq_class>)
+      result->canonicalize(); // GMP arithmetic needs canonical operands
     break;
   case Op::Add: {
     Value sum = 0;

@@ -95,7 +95,9 @@ TermId TermStore::intern(Node node) {
   return id;
 }
 
-TermId TermStore::constant(const mpq_class &value) {
+TermId TermStore::constant(const mpq_class &given) {
+  mpq_class value = given;
+  value.canonicalize(); // mpq_class(a, b) does not, and 2/2 must be 1
   std::string key = value.get_str();
   auto it = constant_index_.find(key);
   std::uint32_t index;

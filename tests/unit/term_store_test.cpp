@@ -1,6 +1,64 @@
 #include "models/terms/term_store.h"
+
 #include <gtest/gtest.h>
-TEST(TermStore, Folds) {
-  shardproof::terms::TermStore s;
+
+using namespace shardproof::terms;
+
+TEST(TermStore, FoldsConstantsAndUnits) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference);
   EXPECT_EQ(s.add(s.constant(1), s.constant(2)), s.constant(3));
+  EXPECT_EQ(s.add(x, s.zero()), x);
+  EXPECT_EQ(s.mul(x, s.one()), x);
+  EXPECT_EQ(s.mul(x, s.zero()), s.zero());
+  EXPECT_EQ(s.inv(s.zero()), s.zero()); // inv(0) = 0 keeps inv total
+  EXPECT_EQ(s.inv(s.inv(x)), x);
+  EXPECT_EQ(s.const_value(s.div(s.constant(1), s.constant(3))), mpq_class(1, 3));
+}
+
+TEST(TermStore, HashConsesStructurallyEqualTerms) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  EXPECT_EQ(s.add(x, y), s.add(x, y));
+  EXPECT_NE(s.add(x, y), s.add(y, x)); // construction does not canonicalise
+  EXPECT_NE(s.var("x", VarKind::Reference), x); // every var is fresh
+}
+
+TEST(TermStore, ExactDoubleConstants) {
+  TermStore s;
+  EXPECT_EQ(s.const_value(s.constant_from_double(0.5)), mpq_class(1, 2));
+  EXPECT_THROW(s.constant_from_double(1.0 / 0.0), std::invalid_argument);
+}
+
+TEST(Substitution, RebuildsThroughFoldingConstructors) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId t = s.add(s.mul(x, y), s.app(Fn::Tanh, x));
+  Substitution sub(s);
+  sub.bind(x, s.zero());
+  EXPECT_EQ(sub.apply(t), s.app(Fn::Tanh, s.zero()));
+}
+
+TEST(Substitution, ResolverSeesUnboundVariablesOnly) {
+  TermStore s;
+  TermId p = s.var("p", VarKind::Placeholder), x = s.var("x", VarKind::Reference);
+  Substitution sub(s);
+  sub.bind(x, s.constant(2));
+  int calls = 0;
+  sub.set_resolver([&](TermId v) {
+    ++calls;
+    return v == p ? s.constant(5) : v;
+  });
+  EXPECT_EQ(sub.apply(s.add(p, x)), s.constant(7));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(TermStore, VariablesOfListsEachOnce) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId t = s.mul(s.add(x, y), s.add(x, s.constant(3)));
+  auto vars = variables_of(s, std::span(&t, 1));
+  ASSERT_EQ(vars.size(), 2u);
+  EXPECT_EQ(vars[0], x);
+  EXPECT_EQ(vars[1], y);
 }

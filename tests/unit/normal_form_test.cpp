@@ -1,0 +1,128 @@
+#include "models/terms/evaluate.h"
+#include "models/terms/normal_form.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace shardproof::terms;
+
+namespace {
+// Random expressions over a few variables, every operator the store has.
+class ExpressionGenerator {
+public:
+  ExpressionGenerator(TermStore &s, unsigned seed) : s_(s), rng_(seed) {
+    for (int i = 0; i < 4; ++i)
+      vars_.push_back(s.var("v" + std::to_string(i), VarKind::Reference));
+  }
+  TermId make(int depth) {
+    std::uniform_int_distribution<int> pick(0, depth <= 0 ? 1 : 9);
+    switch (pick(rng_)) {
+    case 0:
+      return vars_[std::uniform_int_distribution<std::size_t>(0, 3)(rng_)];
+    case 1:
+      return s_.constant(mpq_class(std::uniform_int_distribution<int>(-3, 3)(rng_),
+                                   std::uniform_int_distribution<int>(1, 3)(rng_)));
+    case 2:
+    case 3:
+      return s_.add(make(depth - 1), make(depth - 1));
+    case 4:
+    case 5:
+      return s_.mul(make(depth - 1), make(depth - 1));
+    case 6:
+      return s_.sub(make(depth - 1), make(depth - 1));
+    case 7:
+      return s_.inv(make(depth - 1));
+    case 8:
+      return s_.app(Fn::Tanh, make(depth - 1));
+    default:
+      return s_.ite(s_.lt(make(depth - 1), make(depth - 1)), make(depth - 1),
+                    make(depth - 1));
+    }
+  }
+  const std::vector<TermId> &vars() const { return vars_; }
+
+private:
+  TermStore &s_;
+  std::mt19937 rng_;
+  std::vector<TermId> vars_;
+};
+} // namespace
+
+// Soundness: normalisation never changes a term's value.
+TEST(NormalForm, RandomExpressionsKeepTheirValue) {
+  TermStore s;
+  ExpressionGenerator gen(s, 42);
+  Normalizer normalizer(s);
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (int i = 0; i < 400; ++i) {
+    TermId t = gen.make(5);
+    auto n = normalizer.normalize(t);
+    ASSERT_TRUE(n.has_value());
+    for (int point = 0; point < 4; ++point) {
+      std::map<TermId, mpq_class> values;
+      for (TermId v : gen.vars())
+        values[v] = mpq_class(std::uniform_int_distribution<int>(-5, 5)(rng),
+                              std::uniform_int_distribution<int>(1, 4)(rng));
+      auto assign_d = [&](TermId v) { return values.at(v).get_d(); };
+      auto assign_q = [&](TermId v) { return values.at(v); };
+      ExactEvaluator exact_before(s, assign_q), exact_after(s, assign_q);
+      auto qa = exact_before(t), qb = exact_after(*n);
+      if (qa && qb) { // no transcendental function: compare exactly
+        EXPECT_EQ(*qa, *qb) << s.to_string(t) << "  vs  " << s.to_string(*n);
+      } else {
+        DoubleEvaluator before(s, assign_d), after(s, assign_d);
+        EXPECT_TRUE(nearly_equal(*before(t), *after(*n)))
+            << s.to_string(t) << "  vs  " << s.to_string(*n);
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 1600);
+}
+
+TEST(NormalForm, EqualPolynomialsBecomeTheSameTerm) {
+  TermStore s;
+  Normalizer n(s);
+  TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);
+  // (a + b)(a - b) = a*a - b*b
+  TermId lhs = s.mul(s.add(a, b), s.sub(a, b));
+  TermId rhs = s.sub(s.mul(a, a), s.mul(b, b));
+  EXPECT_EQ(n.normalize(lhs), n.normalize(rhs));
+  // commutativity and associativity
+  EXPECT_EQ(n.normalize(s.add(a, b)), n.normalize(s.add(b, a)));
+  // arguments of functions are normalised too
+  EXPECT_EQ(n.normalize(s.app(Fn::Gelu, s.add(a, b))),
+            n.normalize(s.app(Fn::Gelu, s.add(b, a))));
+  // inverses distribute over products
+  EXPECT_EQ(n.normalize(s.inv(s.mul(s.constant(2), a))),
+            n.normalize(s.mul(s.constant(mpq_class(1, 2)), s.inv(a))));
+}
+
+TEST(NormalForm, DoesNotCancelAVariableAgainstItsInverse) {
+  // x * inv(x) is 0 at x = 0, not 1: the normal form must keep them apart.
+  TermStore s;
+  Normalizer n(s);
+  TermId x = s.var("x", VarKind::Reference);
+  EXPECT_NE(n.normalize(s.mul(x, s.inv(x))), n.normalize(s.one()));
+}
+
+TEST(NormalForm, ScaledComparisonsShareAnAtom) {
+  TermStore s;
+  Normalizer n(s);
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId two = s.constant(2);
+  EXPECT_EQ(n.normalize(s.lt(x, y)), n.normalize(s.lt(s.mul(two, x), s.mul(two, y))));
+  EXPECT_EQ(n.normalize(s.max(x, x)), n.normalize(x));
+}
+
+TEST(NormalForm, BudgetTurnsBlowUpIntoNoAnswer) {
+  TermStore s;
+  Normalizer n(s, /*monomial_budget=*/100);
+  TermId sum = s.zero();
+  for (int i = 0; i < 20; ++i)
+    sum = s.add(sum, s.var("x" + std::to_string(i), VarKind::Reference));
+  TermId big = s.mul(s.mul(sum, sum), sum); // 1540 monomials
+  EXPECT_FALSE(n.normalize(big).has_value());
+}
