@@ -24,15 +24,21 @@ const ir::Output *find_output(const ir::Trace &trace, const std::string &path) {
 }
 
 // Nodes correspond across runs when the same source line produced them with
-// the same op, the k-th time.
+// the same op, the k-th time, and that line ran the op equally often in every
+// run (x.chunk(world)[rank] does not: its pieces cannot be paired up).
+using SiteKey = std::tuple<std::string, int, std::string>;
 using NodeKey = std::tuple<std::string, int, std::string, int>;
 
-std::map<NodeKey, ir::NodeId> index_nodes(const ir::Trace &trace) {
-  std::map<NodeKey, ir::NodeId> index;
-  std::map<std::tuple<std::string, int, std::string>, int> seen;
+struct NodeIndex {
+  std::map<NodeKey, ir::NodeId> nodes;
+  std::map<SiteKey, int> counts;
+};
+
+NodeIndex index_nodes(const ir::Trace &trace) {
+  NodeIndex index;
   for (const ir::Node &n : trace.nodes) {
-    int k = seen[{n.loc.file, n.loc.line, n.op}]++;
-    index[{n.loc.file, n.loc.line, n.op, k}] = n.id;
+    int k = index.counts[{n.loc.file, n.loc.line, n.op}]++;
+    index.nodes[{n.loc.file, n.loc.line, n.op, k}] = n.id;
   }
   return index;
 }
@@ -58,15 +64,21 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   if (!out0)
     return std::nullopt;
   auto ref_index = index_nodes(ref);
-  std::vector<std::map<NodeKey, ir::NodeId>> rank_index;
+  std::vector<NodeIndex> rank_index;
   for (int r = 0; r < world; ++r)
     rank_index.push_back(index_nodes(program.rank(r)));
 
   // Key of every rank-0 node, to find its twins.
   const ir::Trace &rank0 = program.rank(0);
   std::vector<NodeKey> keys(rank0.nodes.size());
-  for (const auto &[key, id] : rank_index[0])
+  for (const auto &[key, id] : rank_index[0].nodes)
     keys[id] = key;
+  auto pairable = [&](const NodeKey &key) {
+    SiteKey site{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+    int n = ref_index.counts[site];
+    return std::all_of(rank_index.begin(), rank_index.end(),
+                       [&](NodeIndex &r) { return r.counts[site] == n; });
+  };
 
   std::map<ir::NodeId, Layout> layouts; // symbolic ancestors with twins everywhere
   std::vector<ir::NodeId> stack{out0->node};
@@ -81,8 +93,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       stack.push_back(in);
     if (!is_symbolic(store, node))
       continue;
-    auto ref_it = ref_index.find(keys[id]);
-    if (ref_it == ref_index.end())
+    auto ref_it = ref_index.nodes.find(keys[id]);
+    if (ref_it == ref_index.nodes.end() || !pairable(keys[id]))
       continue;
     DistributedValue value;
     const ir::Node &ref_node = ref.node(ref_it->second);
@@ -90,8 +102,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     value.reference = ref_node.elements;
     bool twins = true;
     for (int r = 0; r < world && twins; ++r) {
-      auto it = rank_index[r].find(keys[id]);
-      twins = it != rank_index[r].end();
+      auto it = rank_index[r].nodes.find(keys[id]);
+      twins = it != rank_index[r].nodes.end();
       if (!twins)
         break;
       const ir::Node &twin = program.rank(r).node(it->second);
@@ -102,30 +114,47 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       layouts[id] = infer_layout(store, value);
   }
 
-  auto bad = [&](ir::NodeId id) {
+  auto layout_of = [&](ir::NodeId id) -> const Layout * {
     auto it = layouts.find(id);
-    return it != layouts.end() && !it->second.acceptable();
+    return it == layouts.end() ? nullptr : &it->second;
   };
-  auto is_partial = [&](ir::NodeId id) {
-    auto it = layouts.find(id);
-    return it != layouts.end() && it->second.kind == Layout::Kind::PartialSum;
+  auto bad = [&](ir::NodeId id) {
+    const Layout *l = layout_of(id);
+    return l && !l->acceptable();
+  };
+  auto partial = [&](ir::NodeId id) {
+    const Layout *l = layout_of(id);
+    return l && l->kind == Layout::Kind::PartialSum;
+  };
+  auto is_collective = [&](ir::NodeId id) {
+    return rank0.node(id).category == ir::OpCategory::Collective;
   };
   auto result = [&](ir::NodeId id) {
     const ir::Node &n = rank0.node(id);
-    return Divergence{n.loc, n.op, layouts.at(id)};
+    return Divergence{n.loc, n.op, n.category, *layout_of(id)};
   };
 
-  // The partial value closest to the output, traced back to where it was made.
-  std::optional<ir::NodeId> partial;
-  for (const auto &[id, layout] : layouts)
-    if (layout.kind == Layout::Kind::PartialSum)
-      partial = id; // ids grow in execution order: keep the last
-  if (partial) {
-    ir::NodeId origin = *partial;
-    for (bool moved = true; moved;) {
+  // 1. A partial sum that reaches the output without crossing a collective
+  //    is a missing reduction: report where that partial value was made.
+  std::set<ir::NodeId> unreduced;
+  for (std::vector<ir::NodeId> todo{out0->node}; !todo.empty();) {
+    ir::NodeId id = todo.back();
+    todo.pop_back();
+    if (!unreduced.insert(id).second || is_collective(id))
+      continue; // a collective is where partial values are meant to end
+    for (ir::NodeId in : rank0.node(id).inputs)
+      todo.push_back(in);
+  }
+  std::optional<ir::NodeId> latest_partial;
+  for (ir::NodeId id : unreduced)
+    if (partial(id))
+      latest_partial = id; // ids grow in execution order: keep the last
+  if (latest_partial) {
+    ir::NodeId origin = *latest_partial;
+    for (bool moved = !is_collective(origin); moved;) {
       moved = false;
       for (ir::NodeId in : rank0.node(origin).inputs)
-        if (is_partial(in)) {
+        if (partial(in) && !is_collective(in)) {
           origin = in;
           moved = true;
           break;
@@ -133,12 +162,17 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     }
     return result(origin);
   }
-  // Otherwise the first bad node all of whose inputs are fine.
+
+  // 2. Otherwise the first value unrelated to the reference whose inputs are
+  //    all fine; a partial input is fine for a collective, which reduces it.
   for (const auto &[id, layout] : layouts) {
-    if (!bad(id))
+    if (!bad(id) || partial(id))
       continue;
     const auto &inputs = rank0.node(id).inputs;
-    if (std::none_of(inputs.begin(), inputs.end(), bad))
+    bool inputs_fine = std::none_of(inputs.begin(), inputs.end(), [&](ir::NodeId in) {
+      return bad(in) && !(partial(in) && is_collective(id));
+    });
+    if (inputs_fine)
       return result(id);
   }
   return std::nullopt;
@@ -229,6 +263,10 @@ private:
     const prover::Counterexample &cex = *verdict.counterexample;
     auto divergence = locate_divergence(store, context.program, ref_out.path);
     bool partial = divergence && divergence->layout.kind == Layout::Kind::PartialSum;
+    // A collective whose result is still a partial sum did reduce, but with
+    // the wrong operation or group: a mismatch, not a missing reduction.
+    bool misreduced = partial && divergence->category == ir::OpCategory::Collective;
+    partial = partial && !misreduced;
 
     Finding f;
     f.rule_id = partial ? "SP002" : "SP001";
@@ -238,6 +276,12 @@ private:
       f.message = fmt::format(
           "the value computed here ({}) is a partial sum over ranks and reaches "
           "output '{}' without a reduction",
+          divergence->op, ref_out.path);
+    else if (misreduced)
+      f.message = fmt::format(
+          "the collective here ({}) leaves every rank with a share of the "
+          "reference that still has to be added up (wrong reduce op or group); "
+          "output '{}' differs from the single-device reference",
           divergence->op, ref_out.path);
     else if (divergence)
       f.message = fmt::format(

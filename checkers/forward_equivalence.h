@@ -17,6 +17,7 @@ std::unique_ptr<Check> make_forward_equivalence_check();
 struct Divergence {
   ir::SourceLoc loc;
   std::string op;
+  ir::OpCategory category = ir::OpCategory::Other;
   Layout layout;
 };
 std::optional<Divergence> locate_divergence(terms::TermStore &store,

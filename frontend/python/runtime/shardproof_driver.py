@@ -113,6 +113,11 @@ def _user_frame(tb, path):
     return best or (path, 0)
 
 
+class _Phase:
+    """What the driver is doing, so an exception is reported in user terms."""
+    current = "loading the file"
+
+
 def _run(path, func, world, rank):
     global _BASELINE_MODULES
     if _BASELINE_MODULES is None:
@@ -120,12 +125,18 @@ def _run(path, func, world, rank):
     _purge_user_modules()
     dist.configure(world, rank)
     _tracing.reset(os.path.dirname(path))
+    _Phase.current = "loading the file"
     module = _load(path)
     entry = getattr(module, func, None)
     if entry is None or not callable(entry):
-        raise HarnessError(path, 0, f"no function '{func}' in this file")
+        defined = sorted(n for n, v in vars(module).items()
+                         if callable(v) and getattr(v, "__module__", None) == module.__name__
+                         and not isinstance(v, type))
+        hint = f" (it defines: {', '.join(defined)})" if defined else ""
+        raise HarnessError(path, 1, f"no function '{func}' in this file{hint}")
     line = entry.__code__.co_firstlineno if hasattr(entry, "__code__") else 0
     dist.init_process_group("nccl")
+    _Phase.current = f"{func}()"
     model, inputs = _unpack(entry(), path, line)
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
@@ -136,6 +147,7 @@ def _run(path, func, world, rank):
     if hasattr(model, "named_parameters"):
         _record_parameters(model)
     _name_inputs(inputs)
+    _Phase.current = f"the forward of {type(model).__name__}"
     _record_outputs(model(*inputs))
 
 
@@ -159,8 +171,7 @@ def run_rank(path, func, world, rank):
         return ("bad-input", file, line, "recursion too deep")
     except BaseException as e:  # the user's code raised: report it, do not crash
         file, line = _user_frame(e.__traceback__, path)
-        return ("bad-input", file, line,
-                f"{func}() raised {type(e).__name__}: {e}" if str(e)
-                else f"{func}() raised {type(e).__name__}")
+        what = f"{_Phase.current} raised {type(e).__name__}"
+        return ("bad-input", file, line, f"{what}: {e}" if str(e) else what)
     finally:
         sys.stdout = stdout

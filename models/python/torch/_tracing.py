@@ -59,9 +59,16 @@ def location():
     return fallback or ("<unknown>", 0, "", 0)
 
 
+def display(path):
+    """A path as the user would write it: relative to the working directory
+    when it lies below it (the reports do the same)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def origin():
     file, line, _, _ = location()
-    return f"{file}:{line}"
+    return f"{display(file)}:{line}"
 
 
 def next_leaf_index():

@@ -142,8 +142,10 @@ class _Work:
         return True
 
 
-def _collective(kind, op, g, inputs, out_shape, dtype, src=-1):
-    """Records the call; returns the placeholder result as a flat object array."""
+def _collective(kind, op, g, source, out_shape, src=-1):
+    """Records the call on the tensor `source`; returns the placeholder result
+    as a flat object array and the IR node that produced it."""
+    inputs, dtype = source._a, source.dtype
     g = _group(g)
     ranks = tuple(g.ranks)
     if world.rank not in ranks:
@@ -153,10 +155,11 @@ def _collective(kind, op, g, inputs, out_shape, dtype, src=-1):
     flat_in = np.asarray(inputs).ravel().tolist()
     file, line, func, col = _tracing.location()
     count = int(np.prod(out_shape))
-    outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", f"{file}:{line}")
+    where = f"{_tracing.display(file)}:{line}"
+    outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
     node = record(np.asarray(outputs, dtype=object).reshape(out_shape), dtype,
-                  kind, "collective")._node
+                  kind, "collective", (source,))._node
     _sp.record_collective(kind, op, ranks, seq, src, np.shape(inputs), out_shape,
                           dtype.name, flat_in, outputs, file, line, col, func, node)
     return np.asarray(outputs, dtype=object), node
@@ -169,22 +172,32 @@ def _write(tensor, flat, node):
     tensor._node = node
 
 
+def _alone(kind, output, values, source):
+    """A collective over a group of one is the identity; it is still recorded
+    so the reference run has a node for each collective of the ranks."""
+    output._a[...] = values.reshape(output._a.shape)
+    output._node = record(output._a, output.dtype, kind, "collective", (source,))._node
+
+
 def _done(async_op):
     return _Work() if async_op else None
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    if _group(group).size() > 1:
-        flat, node = _collective("all_reduce", op, group, tensor._a, tensor._a.shape,
-                                 tensor.dtype)
+    if _group(group).size() == 1:
+        _alone("all_reduce", tensor, tensor._a, tensor)
+    else:
+        flat, node = _collective("all_reduce", op, group, tensor, tensor._a.shape)
         _write(tensor, flat, node)
     return _done(async_op)
 
 
 def broadcast(tensor, src, group=None, async_op=False):
-    if _group(group).size() > 1:
-        flat, node = _collective("broadcast", "sum", group, tensor._a, tensor._a.shape,
-                                 tensor.dtype, src=src)
+    if _group(group).size() == 1:
+        _alone("broadcast", tensor, tensor._a, tensor)
+    else:
+        flat, node = _collective("broadcast", "sum", group, tensor, tensor._a.shape,
+                                 src=src)
         _write(tensor, flat, node)
     return _done(async_op)
 
@@ -192,11 +205,10 @@ def broadcast(tensor, src, group=None, async_op=False):
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     g = _group(group)
     if g.size() == 1:
-        output_tensor._a[...] = input_tensor._a.reshape(output_tensor._a.shape)
+        _alone("all_gather", output_tensor, input_tensor._a, input_tensor)
         return _done(async_op)
     out_shape = (g.size() * input_tensor._a.shape[0],) + input_tensor._a.shape[1:]
-    flat, node = _collective("all_gather", "sum", group, input_tensor._a, out_shape,
-                             input_tensor.dtype)
+    flat, node = _collective("all_gather", "sum", group, input_tensor, out_shape)
     _write(output_tensor, flat, node)
     return _done(async_op)
 
@@ -207,10 +219,10 @@ _all_gather_base = all_gather_into_tensor
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     g = _group(group)
     if g.size() == 1:
-        tensor_list[0]._a[...] = tensor._a
+        _alone("all_gather", tensor_list[0], tensor._a, tensor)
         return _done(async_op)
-    flat, node = _collective("all_gather", "sum", group, tensor._a,
-                             (g.size(),) + tensor._a.shape, tensor.dtype)
+    flat, node = _collective("all_gather", "sum", group, tensor,
+                             (g.size(),) + tensor._a.shape)
     n = tensor._a.size
     for i, t in enumerate(tensor_list):
         _write(t, flat[i * n:(i + 1) * n], node)
@@ -220,11 +232,10 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     g = _group(group)
     if g.size() == 1:
-        output._a[...] = input._a.reshape(output._a.shape)
+        _alone("reduce_scatter", output, input._a, input)
         return _done(async_op)
     out_shape = (input._a.shape[0] // g.size(),) + input._a.shape[1:]
-    flat, node = _collective("reduce_scatter", op, group, input._a, out_shape,
-                             input.dtype)
+    flat, node = _collective("reduce_scatter", op, group, input, out_shape)
     _write(output, flat, node)
     return _done(async_op)
 
@@ -244,10 +255,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         raise _tracing.Unsupported("all_to_all_single with uneven split sizes")
     g = _group(group)
     if g.size() == 1:
-        output._a[...] = input._a
+        _alone("all_to_all", output, input._a, input)
         return _done(async_op)
-    flat, node = _collective("all_to_all", "sum", group, input._a, input._a.shape,
-                             input.dtype)
+    flat, node = _collective("all_to_all", "sum", group, input, input._a.shape)
     _write(output, flat, node)
     return _done(async_op)
 

@@ -1,0 +1,5 @@
+import torch
+
+
+def entry():
+    return 42
