@@ -1,0 +1,127 @@
+// The product as a user meets it: the bundled example, the entry contract's
+// exit codes and formats, and bad input.
+#include "tests/e2e/run_cli.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+
+using shardproof::testing::run_cli;
+
+namespace {
+constexpr const char *kExample = "examples/tp_mlp.py::entry";
+constexpr const char *kBuggyExample = "examples/tp_mlp.py::entry_missing_allreduce";
+
+int line_of(const std::string &file, const std::string &needle) {
+  std::ifstream in(shardproof::testing::source_path(file));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find(needle) != std::string::npos)
+      return n;
+  return -1;
+}
+} // namespace
+
+class WorldSizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(WorldSizes, TensorParallelMlpIsProved) {
+  auto r = run_cli({"check", kExample, "--world", std::to_string(GetParam())});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved (1 obligation: 1 proved"), std::string::npos) << r.out;
+}
+
+TEST_P(WorldSizes, MissingRowParallelAllReduceIsRefutedAtTheUnreducedLine) {
+  auto r = run_cli({"check", kBuggyExample, "--world", std::to_string(GetParam())});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  int line = line_of("examples/tp_mlp.py", "partial = F.linear(x, self.weight)");
+  ASSERT_GT(line, 0);
+  std::regex diagnostic("examples/tp_mlp\\.py:" + std::to_string(line) +
+                        ":[0-9]+: error: .*partial sum.* \\[SP002\\]");
+  EXPECT_TRUE(std::regex_search(r.out, diagnostic)) << r.out;
+  // Concrete input values that show the difference, and the values themselves.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n    fc[12]\\.(weight|bias)\\[[0-9,]+\\] = -?[0-9]")))
+      << r.out;
+  EXPECT_NE(r.out.find("Reference (world 1): out["), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("Rank 0: out\\[[0-9,]+\\] = ")));
+  EXPECT_NE(r.out.find("refuted: forward: 'out' is replicated"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, WorldSizes, ::testing::Values(2, 4));
+
+TEST(Cli, JsonFollowsTheDocumentedShape) {
+  auto r = run_cli({"check", kExample, kBuggyExample, "--world", "2", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["verdict"], "refuted");
+  EXPECT_EQ(doc["obligations"]["proved"], 1);
+  EXPECT_EQ(doc["obligations"]["refuted"], 1);
+  EXPECT_EQ(doc["obligations"]["unknown"], 0);
+  ASSERT_EQ(doc["findings"].size(), 1u);
+  const auto &f = doc["findings"][0];
+  EXPECT_EQ(f["rule_id"], "SP002");
+  EXPECT_EQ(f["severity"], "error");
+  EXPECT_EQ(f["file"], "examples/tp_mlp.py");
+  EXPECT_EQ(f["line"], line_of("examples/tp_mlp.py", "partial = F.linear(x, self.weight)"));
+  EXPECT_TRUE(f["message"].is_string());
+}
+
+TEST(Cli, RulesAreListedWithTheirHelp) {
+  auto r = run_cli({"rules"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char *id : {"SP001", "SP002", "SP003", "SP004"})
+    EXPECT_NE(r.out.find(id), std::string::npos) << id;
+}
+
+TEST(Cli, UnknownFlagIsAUsageError) {
+  auto r = run_cli({"check", kExample, "--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, UnsupportedConstructIsCouldNotProveWithItsLine) {
+  auto r = run_cli({"check", "tests/e2e/bad/symbolic_branch.py::entry"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  std::regex note("tests/e2e/bad/symbolic_branch\\.py:" +
+                  std::to_string(line_of("tests/e2e/bad/symbolic_branch.py", "if x.sum() > 0")) +
+                  ": note: could not prove .*symbolic");
+  EXPECT_TRUE(std::regex_search(r.out, note)) << r.out;
+  EXPECT_EQ(r.out.find(": proved"), std::string::npos);
+}
+
+// Bad input: one clear line naming file and line, exit 2, never a traceback.
+struct BadInput {
+  std::string target;
+  std::string expected; // regex over stderr
+};
+
+class BadInputs : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputs, OneLineErrorWithFileAndLine) {
+  auto r = run_cli({"check", GetParam().target});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(GetParam().expected))) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.find("Traceback"), std::string::npos);
+  EXPECT_EQ(r.out.find("Traceback"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, BadInputs,
+    ::testing::Values(
+        BadInput{"tests/e2e/bad/syntax_error.py::entry",
+                 "^tests/e2e/bad/syntax_error\\.py:3: error: syntax error"},
+        BadInput{"tests/e2e/bad/missing_func.py::entry",
+                 "^tests/e2e/bad/missing_func\\.py:1: error: no function 'entry'.*not_entry"},
+        BadInput{"tests/e2e/bad/raises.py::entry",
+                 "^tests/e2e/bad/raises\\.py:5: error: entry\\(\\) raised ValueError: bad size 3"},
+        BadInput{"tests/e2e/bad/recursion.py::entry",
+                 "^tests/e2e/bad/recursion\\.py:5: error: recursion too deep"},
+        BadInput{"tests/e2e/bad/import_error.py::entry",
+                 "^tests/e2e/bad/import_error\\.py:2: error: loading the file raised "
+                 "ModuleNotFoundError"},
+        BadInput{"tests/e2e/bad/bad_return.py::entry",
+                 "^tests/e2e/bad/bad_return\\.py:4: error: the entry must return"},
+        BadInput{"tests/e2e/bad/does_not_exist.py::entry",
+                 "^tests/e2e/bad/does_not_exist\\.py: error: no such file"}));

@@ -1,0 +1,85 @@
+// The fixture corpus, clang-tidy style: every correct.py is proved and every
+// buggy.py refuted, each error finding on a line marked `# expect: SPxxx`,
+// at world sizes 2 and 4. A buggy fixture reported proved fails loudly.
+#include "tests/e2e/run_cli.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+using shardproof::testing::run_cli;
+using shardproof::testing::source_path;
+
+namespace {
+struct FixtureCase {
+  std::string file; // relative to the source tree
+  int world;
+};
+
+void PrintTo(const FixtureCase &c, std::ostream *os) {
+  *os << c.file << " --world " << c.world;
+}
+
+std::vector<FixtureCase> discover() {
+  std::vector<FixtureCase> cases;
+  std::vector<std::string> files;
+  for (const auto &entry :
+       std::filesystem::recursive_directory_iterator(source_path("tests/fixtures")))
+    if (entry.path().extension() == ".py")
+      files.push_back(std::filesystem::relative(entry.path(), SHARDPROOF_SOURCE_DIR));
+  std::sort(files.begin(), files.end());
+  for (const auto &f : files)
+    for (int world : {2, 4})
+      cases.push_back({f, world});
+  return cases;
+}
+
+std::set<std::pair<std::string, int>> expectations(const std::string &file) {
+  std::set<std::pair<std::string, int>> out;
+  std::ifstream in(source_path(file));
+  std::string line;
+  std::regex expect("# expect: (SP[0-9]{3})");
+  for (int n = 1; std::getline(in, line); ++n)
+    for (std::sregex_iterator it(line.begin(), line.end(), expect), end; it != end; ++it)
+      out.insert({(*it)[1].str(), n});
+  return out;
+}
+} // namespace
+
+class Fixtures : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(Fixtures, VerdictAndFindingsMatchInlineExpectations) {
+  const auto &[file, world] = GetParam();
+  bool buggy = std::filesystem::path(file).stem() == "buggy";
+  auto r = run_cli({"check", file + "::entry", "--world", std::to_string(world),
+                    "--format", "json"});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::set<std::pair<std::string, int>> found;
+  for (const auto &f : doc["findings"])
+    if (f["severity"] == "error")
+      found.insert({f["rule_id"].get<std::string>(), f["line"].get<int>()});
+  EXPECT_EQ(found, expectations(file)) << r.out;
+  if (buggy) {
+    EXPECT_NE(doc["verdict"], "proved") << "a buggy fixture was proved: " << file;
+    EXPECT_EQ(doc["verdict"], "refuted");
+    EXPECT_EQ(r.exit_code, 1);
+  } else {
+    EXPECT_EQ(doc["verdict"], "proved") << r.out;
+    EXPECT_EQ(r.exit_code, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, Fixtures, ::testing::ValuesIn(discover()),
+                         [](const auto &info) {
+                           std::string name = info.param.file + "_w" +
+                                              std::to_string(info.param.world);
+                           for (char &c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           return name;
+                         });

@@ -1,0 +1,51 @@
+#include "tests/e2e/run_cli.h"
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace shardproof::testing {
+
+namespace {
+std::string quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+} // namespace
+
+std::string source_path(const std::string &relative) {
+  return std::string(SHARDPROOF_SOURCE_DIR) + "/" + relative;
+}
+
+CliResult run_cli(const std::vector<std::string> &args) {
+  char err_template[] = "/tmp/shardproof-stderr-XXXXXX";
+  int fd = mkstemp(err_template);
+  close(fd);
+  // Run from the source tree so reported paths are relative, as for a user.
+  std::string cmd = "cd " + quote(SHARDPROOF_SOURCE_DIR) + " && " +
+                    quote(SHARDPROOF_BINARY);
+  for (const auto &a : args)
+    cmd += " " + quote(a);
+  cmd += " 2>" + quote(err_template);
+  CliResult result;
+  FILE *pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_template);
+  std::stringstream ss;
+  ss << err.rdbuf();
+  result.err = ss.str();
+  std::remove(err_template);
+  return result;
+}
+
+} // namespace shardproof::testing
