@@ -269,7 +269,8 @@ private:
     partial = partial && !misreduced;
 
     Finding f;
-    f.rule_id = partial ? "SP002" : "SP001";
+    bool scaled = divergence && divergence->layout.kind == Layout::Kind::Scaled;
+    f.rule_id = partial ? "SP002" : scaled ? "SP005" : "SP001";
     f.severity = rule(f.rule_id).severity;
     f.loc = divergence ? divergence->loc : loc;
     if (partial)
@@ -277,6 +278,11 @@ private:
           "the value computed here ({}) is a partial sum over ranks and reaches "
           "output '{}' without a reduction",
           divergence->op, ref_out.path);
+    else if (scaled)
+      f.message = fmt::format(
+          "the value computed here ({}) is {}: a sum where an average belongs, "
+          "or the reverse; output '{}' differs from the single-device reference",
+          divergence->op, divergence->layout.str(), ref_out.path);
     else if (misreduced)
       f.message = fmt::format(
           "the collective here ({}) leaves every rank with a share of the "

@@ -3,7 +3,11 @@
 #include "checkers/prover/prover.h"
 #include "frontend/python/linker.h"
 
+#include "models/terms/evaluate.h"
+
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace shardproof::checkers {
 
@@ -13,6 +17,8 @@ std::string Layout::str() const {
     return "replicated";
   case Kind::Sharded:
     return fmt::format("sharded along dim {}", dim);
+  case Kind::Scaled:
+    return fmt::format("the reference times {} on every rank", factor.get_str());
   case Kind::PartialSum:
     return "a partial sum over ranks";
   case Kind::None:
@@ -28,8 +34,10 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     all_same = all_same && shape == value.reference_shape;
   if (all_same) {
     out.push_back({Layout::Kind::Replicated});
-    if (value.world() > 1)
+    if (value.world() > 1) {
+      out.push_back({Layout::Kind::Scaled});
       out.push_back({Layout::Kind::PartialSum});
+    }
     return out;
   }
   const auto &ref = value.reference_shape;
@@ -61,13 +69,18 @@ LayoutEquation layout_equation(terms::TermStore &store,
   LayoutEquation eq;
   switch (layout.kind) {
   case Layout::Kind::Replicated:
+  case Layout::Kind::Scaled: {
+    TermId factor = store.constant(layout.kind == Layout::Kind::Scaled
+                                       ? layout.factor
+                                       : mpq_class(1));
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.reference.size(); ++i) {
         eq.lhs.push_back(value.ranks[r][i]);
-        eq.rhs.push_back(value.reference[i]);
+        eq.rhs.push_back(store.mul(factor, value.reference[i]));
         eq.rows.push_back({r, i, i});
       }
     break;
+  }
   case Layout::Kind::Sharded:
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
@@ -94,9 +107,48 @@ LayoutEquation layout_equation(terms::TermStore &store,
   return eq;
 }
 
+std::optional<mpq_class> small_fraction(double value) {
+  if (!std::isfinite(value))
+    return std::nullopt;
+  for (long den = 1; den <= 1024; ++den) {
+    double num = std::round(value * static_cast<double>(den));
+    if (std::fabs(num / static_cast<double>(den) - value) <=
+        1e-9 * std::max(1.0, std::fabs(value)))
+      return mpq_class(static_cast<long>(num), den);
+  }
+  return std::nullopt;
+}
+
+namespace {
+// The constant c with rank_r[i] = c * reference[i], read off the first
+// element whose reference value is clearly nonzero; verified by the caller.
+std::optional<mpq_class> measure_factor(const terms::TermStore &store,
+                                        const DistributedValue &value) {
+  terms::DoubleEvaluator eval(store, [](TermId v) {
+    return prover::sample_value(0xfac7, 0, v);
+  });
+  for (std::size_t i = 0; i < value.reference.size(); ++i) {
+    auto ref = eval(value.reference[i]), got = eval(value.ranks[0][i]);
+    if (ref && got && std::fabs(*ref) > 1e-6) {
+      auto factor = small_fraction(*got / *ref);
+      if (factor && *factor != 1)
+        return factor;
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+} // namespace
+
 Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
                     unsigned points) {
-  for (const Layout &candidate : candidate_layouts(value)) {
+  for (Layout candidate : candidate_layouts(value)) {
+    if (candidate.kind == Layout::Kind::Scaled) {
+      auto factor = measure_factor(store, value);
+      if (!factor)
+        continue;
+      candidate.factor = *factor;
+    }
     LayoutEquation eq = layout_equation(store, value, candidate);
     bool holds = true;
     for (unsigned k = 0; k < points && holds; ++k)

@@ -15,9 +15,12 @@ namespace shardproof::checkers {
 using terms::TermId;
 
 struct Layout {
-  enum class Kind { Replicated, Sharded, PartialSum, None };
+  // Scaled: every rank holds the whole value times a constant other than 1
+  // (summed where it should be averaged, or the reverse).
+  enum class Kind { Replicated, Sharded, Scaled, PartialSum, None };
   Kind kind = Kind::None;
-  int dim = -1; // for Sharded
+  int dim = -1;         // for Sharded
+  mpq_class factor = 1; // for Scaled
   bool acceptable() const { return kind == Kind::Replicated || kind == Kind::Sharded; }
   std::string str() const;
   bool operator==(const Layout &) const = default;
@@ -43,8 +46,12 @@ struct LayoutEquation {
   std::vector<Row> rows;
 };
 
-// Layouts the shapes allow, most specific first.
+// Layouts the shapes allow, most specific first. A Scaled candidate needs
+// its factor, which only infer_layout measures.
 std::vector<Layout> candidate_layouts(const DistributedValue &value);
+
+// The small fraction a double stands for (denominator up to 1024), if any.
+std::optional<mpq_class> small_fraction(double value);
 
 // The layout a correct program would give this value: replicated when the
 // shapes agree, sharded when exactly one dim is split evenly.

@@ -38,6 +38,13 @@ constexpr Rule kRules[] = {
      "differs must carry `partition_dim` (and `partition_stride`) explaining "
      "which shard of the reference parameter it is. Unmatched parameters stay "
      "free variables, so any obligation that depends on them cannot be proved."},
+    {"SP005", "wrong-scaling", Severity::Error,
+     "A value equals the reference times a constant on every rank.",
+     "The ranks agree with each other but hold the reference multiplied by a "
+     "factor such as 1/world or world: a reduction that averages where it "
+     "should sum, sums where it should average, divides by the wrong group's "
+     "size, or runs twice. The report names the operation that introduced the "
+     "factor and the factor itself."},
 };
 } // namespace
 

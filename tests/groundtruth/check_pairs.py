@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Ground truth for the fixture corpus under real PyTorch (Debian's
+python3-torch, CPU, gloo, one process per rank).
+
+For every pair: the correct module at world size 1 is the reference (weights
+drawn at random, inputs from a fixed seed). Then
+  - the buggy module at world 1 reconciles with it (the bug is distributed),
+  - the correct module at world 2 reconciles with it,
+  - the buggy module at world 2 does not (or hangs).
+"Reconciles" means every rank's output equals the reference output, either
+whole or as that rank's chunk along one dimension, like shardproof's layouts.
+Shards of the reference weights are handed to each rank through the same
+partition_dim / partition_stride attributes shardproof reads.
+
+Usage: check_pairs.py FIXTURES_DIR [PAIR ...]
+"""
+import datetime
+import importlib.util
+import multiprocessing as mp
+import os
+import socket
+import sys
+import tempfile
+import traceback
+
+import torch
+import torch.distributed as dist
+
+TIMEOUT_S = 60
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location("fixture_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _unpack(result):
+    if isinstance(result, dict):
+        return result["model"], tuple(result["inputs"])
+    model, inputs = result
+    return model, (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+
+
+def _shard(full, p, rank, world):
+    dim = getattr(p, "partition_dim", -1)
+    stride = getattr(p, "partition_stride", 1)
+    pieces = full.chunk(world * stride, dim=dim)
+    return torch.cat([pieces[c * world + rank] for c in range(stride)], dim=dim)
+
+
+def _rank_main(path, rank, world, port, reference_file, out_file):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=20))
+    torch.manual_seed(1234)
+    model, inputs = _unpack(_load(path).entry())
+    reference = torch.load(reference_file) if reference_file else None
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if reference is None:
+                p.normal_()
+            else:
+                full = reference["params"][name]
+                p.copy_(full if full.shape == p.shape else _shard(full, p, rank, world))
+        if reference is not None:
+            inputs = tuple(
+                reference["inputs"][k]
+                if k < len(reference["inputs"]) and isinstance(x, torch.Tensor)
+                and x.shape == reference["inputs"][k].shape else x
+                for k, x in enumerate(inputs))
+        out = model(*inputs)
+    saved = {"out": out}
+    if reference is None:
+        saved["params"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        saved["inputs"] = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    torch.save(saved, out_file)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _rank_entry(*args):
+    try:
+        _rank_main(*args)
+    except BaseException:  # reported through the missing output file
+        traceback.print_exc(file=open(args[-1] + ".err", "w"))
+        os._exit(1)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(path, world, workdir, reference_file=None):
+    """Per-rank outputs, or None if a rank failed or the ranks hung."""
+    ctx = mp.get_context("spawn")
+    port = _free_port()
+    outs = [os.path.join(workdir, f"{os.getpid()}-{port}-{r}.pt") for r in range(world)]
+    procs = [ctx.Process(target=_rank_entry,
+                         args=(path, r, world, port, reference_file, outs[r]))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(TIMEOUT_S)
+    hung = any(p.is_alive() for p in procs)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
+    if hung or not all(os.path.exists(o) for o in outs):
+        return None, outs
+    return [torch.load(o)["out"] for o in outs], outs
+
+
+def reconciles(reference, outputs):
+    world = len(outputs)
+    if all(o.shape == reference.shape for o in outputs):
+        return all(torch.allclose(o, reference, rtol=1e-5, atol=1e-6) for o in outputs)
+    for dim in range(reference.dim()):
+        chunks = reference.chunk(world, dim=dim)
+        if len(chunks) == world and all(
+                o.shape == c.shape and torch.allclose(o, c, rtol=1e-5, atol=1e-6)
+                for o, c in zip(outputs, chunks)):
+            return True
+    return False
+
+
+def check_pair(pair_dir, workdir):
+    correct = os.path.join(pair_dir, "correct.py")
+    buggy = os.path.join(pair_dir, "buggy.py")
+    ref_outputs, ref_files = run(correct, 1, workdir)
+    if ref_outputs is None:
+        return ["the correct module does not run at world size 1"]
+    reference, reference_file = ref_outputs[0], ref_files[0]
+    problems = []
+    for path, world, expect in ((buggy, 1, True), (correct, 2, True), (buggy, 2, False)):
+        outputs, _ = run(path, world, workdir, reference_file)
+        ok = outputs is not None and reconciles(reference, outputs)
+        if ok != expect:
+            what = "hung or failed" if outputs is None else (
+                "reconciles" if ok else "does not reconcile")
+            problems.append(f"{os.path.basename(path)} at world {world} {what} "
+                            f"with the reference, expected the opposite")
+    return problems
+
+
+def main(argv):
+    root = argv[1]
+    pairs = argv[2:] or sorted(d for d in os.listdir(root)
+                               if os.path.isfile(os.path.join(root, d, "buggy.py")))
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as workdir:
+        for pair in pairs:
+            problems = check_pair(os.path.join(root, pair), workdir)
+            if problems:
+                failed += 1
+                print(f"FAIL {pair}: " + "; ".join(problems))
+            else:
+                passed += 1
+                print(f"ok   {pair}: correct reconciles at world 2, buggy does not")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
