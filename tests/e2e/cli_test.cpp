@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 using shardproof::testing::run_cli;
 
@@ -125,3 +126,13 @@ INSTANTIATE_TEST_SUITE_P(
                  "^tests/e2e/bad/bad_return\\.py:4: error: the entry must return"},
         BadInput{"tests/e2e/bad/does_not_exist.py::entry",
                  "^tests/e2e/bad/does_not_exist\\.py: error: no such file"}));
+
+TEST(Cli, RulesDocumentIsGeneratedFromTheRegistry) {
+  auto r = run_cli({"rules", "--markdown"});
+  ASSERT_EQ(r.exit_code, 0);
+  std::ifstream in(shardproof::testing::source_path("docs/rules.md"));
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_EQ(doc.str(), r.out)
+      << "docs/rules.md is stale: run build/shardproof rules --markdown > docs/rules.md";
+}
