@@ -32,8 +32,7 @@ std::string location(const ir::SourceLoc &loc) {
 
 std::string failure_line(const TargetResult &r) {
   const auto &f = *r.failure;
-  std::string where = f.loc.file.empty() ? display_path(r.target.path)
-                                         : location(f.loc);
+  std::string where = f.loc.file.empty() ? display_path(r.target.path) : location(f.loc);
   return fmt::format("{}: error: {}", where, f.message);
 }
 
@@ -77,19 +76,18 @@ void write_text(std::ostream &out, std::ostream &err,
     }
     for (const auto &o : r.obligations)
       if (o.verdict.kind == Verdict::Kind::Unknown)
-        out << fmt::format("{}: note: could not prove {}: {}\n", location(o.loc),
-                           o.name, o.verdict.why);
+        out << fmt::format("{}: note: could not prove {}: {}\n", location(o.loc), o.name,
+                           o.verdict.why);
     out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
                        "{} could not prove; {:.2f} s)\n",
-                       display_path(r.target.path) + "::" + r.target.function,
-                       r.world, r.verdict(), r.obligations.size(),
+                       display_path(r.target.path) + "::" + r.target.function, r.world,
+                       r.verdict(), r.obligations.size(),
                        r.obligations.size() == 1 ? "" : "s",
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
                        r.count(Verdict::Kind::Unknown), r.seconds);
     for (const auto &o : r.obligations)
       out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
-                         o.verdict.method.empty() ? ""
-                                                  : " (" + o.verdict.method + ")");
+                         o.verdict.method.empty() ? "" : " (" + o.verdict.method + ")");
   }
 }
 
@@ -133,13 +131,12 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                        {"obligations", obligations}});
   }
   int code = exit_code(results);
-  doc["verdict"] = code == 2 ? "error"
+  doc["verdict"] = code == 2   ? "error"
                    : code == 1 ? "refuted"
                    : code == 3 ? "unknown"
                                : "proved";
-  doc["obligations"] = {{"proved", counts[0]},
-                        {"refuted", counts[1]},
-                        {"unknown", counts[2]}};
+  doc["obligations"] = {
+      {"proved", counts[0]}, {"refuted", counts[1]}, {"unknown", counts[2]}};
   out << doc.dump(2) << "\n";
 }
 

@@ -11,9 +11,8 @@ public:
   std::string_view name() const override { return "collective-mismatch"; }
   void run(CheckContext &context) override {
     for (const auto &m : context.program.mismatches()) {
-      Finding f{"SP003", rule("SP003").severity, m.loc_a,
-                m.message + " (the job would hang or mix unrelated tensors)",
-                {}};
+      Finding f = Finding::of(
+          "SP003", m.loc_a, m.message + " (the job would hang or mix unrelated tensors)");
       if (!m.loc_b.file.empty())
         f.notes.push_back({m.loc_b, "the other rank's collective is issued here"});
       context.findings.push_back(std::move(f));
@@ -25,10 +24,11 @@ class UnmatchedParameterCheck final : public Check {
 public:
   std::string_view name() const override { return "unmatched-parameter"; }
   void run(CheckContext &context) override {
-    for (const auto &u : context.program.unbound())
-      context.findings.push_back({"SP004", rule("SP004").severity, u.loc,
-                                  u.message,
-                                  {"obligations that depend on it cannot be proved"}});
+    for (const auto &u : context.program.unbound()) {
+      Finding f = Finding::of("SP004", u.loc, u.message);
+      f.details.push_back("obligations that depend on it cannot be proved");
+      context.findings.push_back(std::move(f));
+    }
   }
 };
 } // namespace

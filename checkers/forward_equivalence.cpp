@@ -194,20 +194,18 @@ private:
     auto &program = context.program;
     auto &store = context.store;
     const ir::Output *rank0_out = find_output(program.rank(0), ref_out.path);
-    ir::SourceLoc loc = rank0_out
-                            ? program.rank(0).node(rank0_out->node).loc
-                            : ir::SourceLoc{};
+    ir::SourceLoc loc =
+        rank0_out ? program.rank(0).node(rank0_out->node).loc : ir::SourceLoc{};
     DistributedValue value;
     value.reference_shape = ref_out.shape;
     value.reference = ref_out.elements;
     for (int r = 0; r < program.world(); ++r) {
       const ir::Output *o = find_output(program.rank(r), ref_out.path);
       if (!o) {
-        context.findings.push_back(
-            {"SP001", rule("SP001").severity, loc,
-             fmt::format("rank {} returns no output '{}' but the reference does",
-                         r, ref_out.path),
-             {}});
+        context.findings.push_back(Finding::of(
+            "SP001", loc,
+            fmt::format("rank {} returns no output '{}' but the reference does", r,
+                        ref_out.path)));
         return;
       }
       value.rank_shapes.push_back(o->shape);
@@ -219,20 +217,18 @@ private:
         inferred.acceptable() ? inferred : expected_layout(value);
     if (!target) {
       context.findings.push_back(
-          {"SP001", rule("SP001").severity, loc,
-           fmt::format("output '{}' has shape {} on rank 0 but {} in the "
-                       "reference, which no sharding explains",
-                       ref_out.path, ir::shape_str(value.rank_shapes[0]),
-                       ir::shape_str(ref_out.shape)),
-           {}});
+          Finding::of("SP001", loc,
+                      fmt::format("output '{}' has shape {} on rank 0 but {} in the "
+                                  "reference, which no sharding explains",
+                                  ref_out.path, ir::shape_str(value.rank_shapes[0]),
+                                  ir::shape_str(ref_out.shape))));
       return;
     }
     LayoutEquation eq = layout_equation(store, value, *target);
     std::string obligation =
         fmt::format("forward: '{}' is {}", ref_out.path, target->str());
-    prover::Verdict verdict =
-        blocked_by_rank_local(store, eq)
-            .value_or(prover::prove_equal(store, eq.lhs, eq.rhs, context.options));
+    prover::Verdict verdict = blocked_by_rank_local(store, eq).value_or(
+        prover::prove_equal(store, eq.lhs, eq.rhs, context.options));
     if (verdict.kind == prover::Verdict::Kind::Refuted)
       report_refutation(context, ref_out, value, eq, verdict, loc);
     context.obligations.push_back({obligation, loc, std::move(verdict)});
@@ -245,11 +241,11 @@ private:
       const auto &var = store.variable(v);
       if (var.kind == terms::VarKind::RankLocal) {
         prover::Verdict verdict;
-        verdict.why = fmt::format(
-            "depends on '{}', created at {} on one rank with no counterpart "
-            "of the same shape in the reference (create the whole tensor and "
-            "slice it per rank)",
-            var.name, var.origin);
+        verdict.why =
+            fmt::format("depends on '{}', created at {} on one rank with no counterpart "
+                        "of the same shape in the reference (create the whole tensor and "
+                        "slice it per rank)",
+                        var.name, var.origin);
         return verdict;
       }
     }
@@ -290,10 +286,10 @@ private:
           "output '{}' differs from the single-device reference",
           divergence->op, ref_out.path);
     else if (divergence)
-      f.message = fmt::format(
-          "the value computed here ({}) is {}; output '{}' differs from the "
-          "single-device reference",
-          divergence->op, divergence->layout.str(), ref_out.path);
+      f.message =
+          fmt::format("the value computed here ({}) is {}; output '{}' differs from the "
+                      "single-device reference",
+                      divergence->op, divergence->layout.str(), ref_out.path);
     else
       f.message = fmt::format("output '{}' differs from the single-device reference",
                               ref_out.path);
@@ -314,9 +310,9 @@ private:
             fmt::format("  {} = {}", store.variable(var).name, format_value(v)));
     f.details.push_back("  every other input = 0");
     std::string element = ref_out.path + ir::index_str(ref_out.shape, row.reference);
-    f.details.push_back(fmt::format("Reference (world 1): {} = {}", element,
-                                    format_value(eval(value.reference[row.reference])
-                                                     .value_or(NAN))));
+    f.details.push_back(
+        fmt::format("Reference (world 1): {} = {}", element,
+                    format_value(eval(value.reference[row.reference]).value_or(NAN))));
     std::vector<int> disagree;
     for (std::size_t i = 0; i < eq.rows.size(); ++i) {
       const auto &other = eq.rows[i];
@@ -325,16 +321,15 @@ private:
       double got = eval(eq.lhs[i]).value_or(NAN);
       double want = eval(eq.rhs[i]).value_or(NAN);
       bool differs = !terms::nearly_equal(got, want);
-      std::string who = other.rank < 0 ? "Sum over ranks"
-                                       : fmt::format("Rank {}", other.rank);
+      std::string who =
+          other.rank < 0 ? "Sum over ranks" : fmt::format("Rank {}", other.rank);
       std::string where =
-          other.rank < 0 ? element
-                         : ref_out.path + ir::index_str(value.rank_shapes[other.rank],
-                                                        other.local);
-      f.details.push_back(fmt::format("{}: {} = {}{}", who, where, format_value(got),
-                                      differs ? fmt::format("  (should be {})",
-                                                            format_value(want))
-                                              : ""));
+          other.rank < 0
+              ? element
+              : ref_out.path + ir::index_str(value.rank_shapes[other.rank], other.local);
+      f.details.push_back(fmt::format(
+          "{}: {} = {}{}", who, where, format_value(got),
+          differs ? fmt::format("  (should be {})", format_value(want)) : ""));
       if (differs && other.rank >= 0)
         disagree.push_back(other.rank);
     }

@@ -64,15 +64,14 @@ std::optional<Layout> expected_layout(const DistributedValue &value) {
   return std::nullopt;
 }
 
-LayoutEquation layout_equation(terms::TermStore &store,
-                               const DistributedValue &value, Layout layout) {
+LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &value,
+                               Layout layout) {
   LayoutEquation eq;
   switch (layout.kind) {
   case Layout::Kind::Replicated:
   case Layout::Kind::Scaled: {
-    TermId factor = store.constant(layout.kind == Layout::Kind::Scaled
-                                       ? layout.factor
-                                       : mpq_class(1));
+    TermId factor = store.constant(layout.kind == Layout::Kind::Scaled ? layout.factor
+                                                                       : mpq_class(1));
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.reference.size(); ++i) {
         eq.lhs.push_back(value.ranks[r][i]);
@@ -124,9 +123,8 @@ namespace {
 // element whose reference value is clearly nonzero; verified by the caller.
 std::optional<mpq_class> measure_factor(const terms::TermStore &store,
                                         const DistributedValue &value) {
-  terms::DoubleEvaluator eval(store, [](TermId v) {
-    return prover::sample_value(0xfac7, 0, v);
-  });
+  terms::DoubleEvaluator eval(
+      store, [](TermId v) { return prover::sample_value(0xfac7, 0, v); });
   for (std::size_t i = 0; i < value.reference.size(); ++i) {
     auto ref = eval(value.reference[i]), got = eval(value.ranks[0][i]);
     if (ref && got && std::fabs(*ref) > 1e-6) {

@@ -57,8 +57,8 @@ std::optional<mpq_class> small_fraction(double value);
 // shapes agree, sharded when exactly one dim is split evenly.
 std::optional<Layout> expected_layout(const DistributedValue &value);
 
-LayoutEquation layout_equation(terms::TermStore &store,
-                               const DistributedValue &value, Layout layout);
+LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &value,
+                               Layout layout);
 
 // The first candidate that holds at `points` pseudo-random points (a guess to
 // be proved, not a proof).

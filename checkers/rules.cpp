@@ -62,6 +62,15 @@ std::string_view severity_name(Severity severity) {
 
 std::span<const Rule> all_rules() { return kRules; }
 
+Finding Finding::of(std::string_view rule_id, ir::SourceLoc loc, std::string message) {
+  Finding f;
+  f.rule_id = rule_id;
+  f.severity = rule(rule_id).severity;
+  f.loc = std::move(loc);
+  f.message = std::move(message);
+  return f;
+}
+
 const Rule &rule(std::string_view id) {
   for (const Rule &r : kRules)
     if (r.id == id)

@@ -36,6 +36,9 @@ struct Finding {
     std::string message;
   };
   std::vector<Note> notes; // related places, printed as clang-style notes
+
+  // A finding of `rule_id` at its rule's default severity.
+  static Finding of(std::string_view rule_id, ir::SourceLoc loc, std::string message);
 };
 
 } // namespace shardproof::checkers

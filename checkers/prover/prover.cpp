@@ -5,6 +5,7 @@
 #include "models/terms/normal_form.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <vector>
@@ -37,10 +38,10 @@ double sample_value(std::uint64_t seed, unsigned point, TermId var) {
   return -2.0 + 4.0 * unit; // [-2, 2): keeps exp/gelu in a well-behaved range
 }
 
-std::optional<std::size_t>
-first_difference(const terms::TermStore &store, std::span<const TermId> lhs,
-                 std::span<const TermId> rhs,
-                 const std::function<double(TermId)> &values) {
+std::optional<std::size_t> first_difference(const terms::TermStore &store,
+                                            std::span<const TermId> lhs,
+                                            std::span<const TermId> rhs,
+                                            const std::function<double(TermId)> &values) {
   DoubleEvaluator eval(store, values);
   for (std::size_t i = 0; i < lhs.size(); ++i) {
     auto a = eval(lhs[i]), b = eval(rhs[i]);
@@ -150,19 +151,20 @@ std::optional<Verdict> confirmed_refutation(const terms::TermStore &store,
 }
 } // namespace
 
-Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
-                    std::span<const TermId> rhs, const ProverOptions &options) {
+Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
+                         std::span<const TermId> rhs, const ProverOptions &options,
+                         unsigned solver_ms) {
   if (lhs.size() != rhs.size())
-    return unknown(fmt::format("the two sides have {} and {} elements",
-                               lhs.size(), rhs.size()));
+    return unknown(
+        fmt::format("the two sides have {} and {} elements", lhs.size(), rhs.size()));
 
   std::vector<TermId> all(lhs.begin(), lhs.end());
   all.insert(all.end(), rhs.begin(), rhs.end());
   for (TermId v : terms::variables_of(store, all)) {
     const terms::Variable &var = store.variable(v);
     if (var.kind == terms::VarKind::Opaque)
-      return unknown(fmt::format("depends on the unmodelled value '{}' from {}",
-                                 var.name, var.origin));
+      return unknown(fmt::format("depends on the unmodelled value '{}' from {}", var.name,
+                                 var.origin));
     if (var.kind == terms::VarKind::Placeholder)
       return unknown(fmt::format("depends on an unresolved collective '{}' from {}",
                                  var.name, var.origin));
@@ -194,28 +196,15 @@ Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
       return *refuted;
   }
 
-  // 3. Z3, in a worker we can kill.
+  // 3. Z3 decides the rest.
   std::vector<std::pair<TermId, TermId>> pairs;
   for (std::size_t i = 0; i < open_lhs.size(); ++i)
     pairs.emplace_back(open_lhs[i], open_rhs[i]);
-  const auto &limits = options.solver_limits;
-  auto timeout_ms = static_cast<unsigned>(limits.wall.count());
-  WorkerLimits hard = limits;
-  hard.wall += std::chrono::milliseconds(1000); // Z3 gets the first chance
-  WorkerOutcome outcome = run_in_worker(
-      [&] { return encode_answer(find_disequality(store, pairs, timeout_ms)); },
-      hard);
-  switch (outcome.status) {
-  case WorkerOutcome::Status::TimedOut:
-    return unknown(fmt::format("the solver did not finish within {:.1f} s",
-                               limits.wall.count() / 1000.0));
-  case WorkerOutcome::Status::OutOfMemory:
-  case WorkerOutcome::Status::Crashed:
-    return unknown("the solver " + outcome.detail);
-  case WorkerOutcome::Status::Finished:
-    break;
-  }
-  SmtAnswer answer = decode_answer(outcome.output);
+  auto start = std::chrono::steady_clock::now();
+  SmtAnswer answer = find_disequality(store, pairs, solver_ms);
+  double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
   switch (answer.result) {
   case SmtAnswer::Result::Unsat: {
     Verdict v;
@@ -240,12 +229,73 @@ Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
   }
   case SmtAnswer::Result::Unknown:
     // Z3 4.8's reason strings are unreliable; elapsed time is not.
-    if (outcome.seconds * 1000 >= 0.9 * static_cast<double>(timeout_ms))
-      return unknown(fmt::format("the solver did not finish within {:.1f} s",
-                                 limits.wall.count() / 1000.0));
+    if (elapsed_ms >= 0.9 * solver_ms)
+      return unknown(
+          fmt::format("the solver did not finish within {:.1f} s", solver_ms / 1000.0));
     return unknown("the solver gave up (incomplete for nonlinear arithmetic)");
   }
   return unknown("unreachable");
+}
+
+Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
+                    std::span<const TermId> rhs, const ProverOptions &options) {
+  const WorkerLimits &limits = options.limits;
+  // Z3 gets most of the time to stop by itself; the kill is the guarantee.
+  auto solver_ms = static_cast<unsigned>(limits.wall.count() * 9 / 10);
+  WorkerOutcome outcome = run_in_worker(
+      [&] {
+        return encode_verdict(prove_in_process(store, lhs, rhs, options, solver_ms));
+      },
+      limits);
+  switch (outcome.status) {
+  case WorkerOutcome::Status::Finished:
+    return decode_verdict(outcome.output);
+  case WorkerOutcome::Status::TimedOut:
+    return unknown(fmt::format("the proof did not finish within {:.1f} s",
+                               limits.wall.count() / 1000.0));
+  case WorkerOutcome::Status::OutOfMemory:
+  case WorkerOutcome::Status::Crashed:
+    return unknown("the proof " + outcome.detail);
+  }
+  return unknown("unreachable");
+}
+
+std::string encode_verdict(const Verdict &verdict) {
+  nlohmann::json j{{"kind", static_cast<int>(verdict.kind)},
+                   {"method", verdict.method},
+                   {"why", verdict.why}};
+  if (const auto &cex = verdict.counterexample) {
+    auto values = nlohmann::json::array();
+    for (const auto &[var, value] : cex->values)
+      values.push_back({var, value});
+    j["counterexample"] = {{"values", values},
+                           {"element", cex->element},
+                           {"lhs", cex->lhs},
+                           {"rhs", cex->rhs}};
+  }
+  return j.dump();
+}
+
+Verdict decode_verdict(const std::string &text) {
+  auto j = nlohmann::json::parse(text);
+  Verdict v;
+  v.kind = static_cast<Verdict::Kind>(j.at("kind").get<int>());
+  v.method = j.at("method").get<std::string>();
+  v.why = j.at("why").get<std::string>();
+  if (j.contains("counterexample")) {
+    const auto &c = j["counterexample"];
+    Counterexample cex;
+    for (const auto &entry : c.at("values"))
+      cex.values[entry.at(0).get<TermId>()] = entry.at(1).get<double>();
+    cex.element = c.at("element").get<std::size_t>();
+    auto number = [](const nlohmann::json &x) {
+      return x.is_number() ? x.get<double>() : NAN; // NaN travels as null
+    };
+    cex.lhs = number(c.at("lhs"));
+    cex.rhs = number(c.at("rhs"));
+    v.counterexample = std::move(cex);
+  }
+  return v;
 }
 
 } // namespace shardproof::prover

@@ -19,7 +19,9 @@ using terms::TermId;
 struct ProverOptions {
   unsigned random_points = 6;
   std::uint64_t seed = 0x5eed;
-  WorkerLimits solver_limits{};
+  // The whole obligation (normalize, falsify, Z3) runs in one forked worker
+  // under these limits.
+  WorkerLimits limits{};
 };
 
 // Values of the variables that show a difference, already minimised (small
@@ -46,18 +48,28 @@ double sample_value(std::uint64_t seed, unsigned point, TermId var);
 
 // Evaluates both sides in doubles at the given values; returns the index of
 // the first pair that differs, if any.
-std::optional<std::size_t>
-first_difference(const terms::TermStore &store, std::span<const TermId> lhs,
-                 std::span<const TermId> rhs,
-                 const std::function<double(TermId)> &values);
+std::optional<std::size_t> first_difference(const terms::TermStore &store,
+                                            std::span<const TermId> lhs,
+                                            std::span<const TermId> rhs,
+                                            const std::function<double(TermId)> &values);
 
 // Shrinks the values that show lhs[element] != rhs[element] towards small
 // integers, keeping only the variables the pair depends on.
 Counterexample minimise(const terms::TermStore &store, TermId lhs, TermId rhs,
-                        const std::function<double(TermId)> &values,
-                        std::size_t element);
+                        const std::function<double(TermId)> &values, std::size_t element);
 
+// Runs the pipeline in a forked worker: a hard time or memory limit turns
+// into "could not prove", never into an answer.
 Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
                     std::span<const TermId> rhs, const ProverOptions &options);
+
+// The same pipeline in this process, Z3 told to stop after `solver_ms`; what
+// the worker runs.
+Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
+                         std::span<const TermId> rhs, const ProverOptions &options,
+                         unsigned solver_ms);
+
+std::string encode_verdict(const Verdict &verdict);
+Verdict decode_verdict(const std::string &text);
 
 } // namespace shardproof::prover

@@ -13,8 +13,7 @@ using terms::TermId;
 namespace {
 class Encoder {
 public:
-  Encoder(z3::context &ctx, const terms::TermStore &store)
-      : ctx_(ctx), store_(store) {}
+  Encoder(z3::context &ctx, const terms::TermStore &store) : ctx_(ctx), store_(store) {}
 
   z3::expr operator()(TermId term) {
     if (auto it = memo_.find(term); it != memo_.end())
@@ -53,14 +52,12 @@ private:
     }
     case Op::Inv: {
       z3::expr x = (*this)(n.args[0]);
-      return z3::ite(x == ctx_.real_val(0), ctx_.real_val(0),
-                     ctx_.real_val(1) / x);
+      return z3::ite(x == ctx_.real_val(0), ctx_.real_val(0), ctx_.real_val(1) / x);
     }
     case Op::App: {
       auto fn = static_cast<terms::Fn>(n.payload);
-      z3::func_decl f =
-          ctx_.function(std::string(terms::fn_name(fn)).c_str(),
-                        ctx_.real_sort(), ctx_.real_sort());
+      z3::func_decl f = ctx_.function(std::string(terms::fn_name(fn)).c_str(),
+                                      ctx_.real_sort(), ctx_.real_sort());
       return f((*this)(n.args[0]));
     }
     case Op::Lt:
@@ -68,8 +65,7 @@ private:
     case Op::Le:
       return (*this)(n.args[0]) <= (*this)(n.args[1]);
     case Op::Ite:
-      return z3::ite((*this)(n.args[0]), (*this)(n.args[1]),
-                     (*this)(n.args[2]));
+      return z3::ite((*this)(n.args[0]), (*this)(n.args[1]), (*this)(n.args[2]));
     }
     return ctx_.real_val(0);
   }
@@ -101,9 +97,9 @@ mpq_class numeral_to_mpq(const z3::expr &value) {
 }
 } // namespace
 
-SmtAnswer find_disequality(
-    const terms::TermStore &store,
-    std::span<const std::pair<TermId, TermId>> pairs, unsigned timeout_ms) {
+SmtAnswer find_disequality(const terms::TermStore &store,
+                           std::span<const std::pair<TermId, TermId>> pairs,
+                           unsigned timeout_ms) {
   z3::context ctx;
   z3::solver solver(ctx);
   z3::params params(ctx);

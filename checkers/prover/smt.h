@@ -21,10 +21,9 @@ struct SmtAnswer {
 };
 
 // Asks whether some assignment makes any pair differ.
-SmtAnswer find_disequality(
-    const terms::TermStore &store,
-    std::span<const std::pair<terms::TermId, terms::TermId>> pairs,
-    unsigned timeout_ms);
+SmtAnswer find_disequality(const terms::TermStore &store,
+                           std::span<const std::pair<terms::TermId, terms::TermId>> pairs,
+                           unsigned timeout_ms);
 
 std::string encode_answer(const SmtAnswer &answer);
 SmtAnswer decode_answer(const std::string &text);

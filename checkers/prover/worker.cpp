@@ -91,8 +91,8 @@ WorkerOutcome run_in_worker(const std::function<std::string()> &job,
   bool timed_out = false;
   char buffer[65536];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -118,8 +118,7 @@ WorkerOutcome run_in_worker(const std::function<std::string()> &job,
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  outcome.seconds =
-      std::chrono::duration<double>(Clock::now() - start).count();
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   if (timed_out) {
     outcome.status = WorkerOutcome::Status::TimedOut;
@@ -139,11 +138,10 @@ WorkerOutcome run_in_worker(const std::function<std::string()> &job,
     outcome.output.clear();
   } else {
     outcome.status = WorkerOutcome::Status::Crashed;
-    outcome.detail = WIFSIGNALED(status)
-                         ? std::string("worker died of signal ") +
-                               strsignal(WTERMSIG(status))
-                         : "worker exited with status " +
-                               std::to_string(WEXITSTATUS(status));
+    outcome.detail =
+        WIFSIGNALED(status)
+            ? std::string("worker died of signal ") + strsignal(WTERMSIG(status))
+            : "worker exited with status " + std::to_string(WEXITSTATUS(status));
     outcome.output.clear();
   }
   return outcome;

@@ -72,18 +72,15 @@ PyObject *driver() {
 }
 } // namespace
 
-std::optional<TraceFailure> trace_rank(terms::TermStore &store,
-                                       const RankRun &run,
-                                       terms::VarKind leaf_kind,
-                                       ir::Trace &out) {
+std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
+                                       terms::VarKind leaf_kind, ir::Trace &out) {
   PyObject *run_rank = driver();
   out.rank = run.rank;
   out.world = run.world;
   RecordingContext context{&store, &out, leaf_kind};
   set_recording_context(&context);
-  PyObject *result =
-      PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
-                            run.function.c_str(), run.world, run.rank);
+  PyObject *result = PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
+                                           run.function.c_str(), run.world, run.rank);
   set_recording_context(nullptr);
   if (!result)
     throw std::runtime_error("shardproof's Python runtime failed: " +
@@ -98,10 +95,10 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store,
       throw std::runtime_error("shardproof's Python runtime returned " +
                                python_error_text());
     }
-    failure = TraceFailure{std::string(kind) == "unsupported"
-                               ? TraceFailure::Kind::Unsupported
-                               : TraceFailure::Kind::BadInput,
-                           ir::SourceLoc{file, line, 0, ""}, message};
+    failure =
+        TraceFailure{std::string(kind) == "unsupported" ? TraceFailure::Kind::Unsupported
+                                                        : TraceFailure::Kind::BadInput,
+                     ir::SourceLoc{file, line, 0, ""}, message};
   }
   Py_DECREF(result);
   return failure;

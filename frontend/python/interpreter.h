@@ -30,9 +30,7 @@ struct RankRun {
 // Runs FUNC once as `rank` of a world of `world` ranks and records its trace.
 // Leaves created during the run get `leaf_kind` (Reference for the world-1
 // run, RankLocal otherwise).
-std::optional<TraceFailure> trace_rank(terms::TermStore &store,
-                                       const RankRun &run,
-                                       terms::VarKind leaf_kind,
-                                       ir::Trace &out);
+std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
+                                       terms::VarKind leaf_kind, ir::Trace &out);
 
 } // namespace shardproof::frontend

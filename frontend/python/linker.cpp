@@ -26,9 +26,8 @@ struct LinkedProgram::Impl {
   std::map<std::vector<int>, std::map<int, std::vector<const ir::Collective *>>> calls;
 };
 
-std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim,
-                                     int stride, int shard, int count,
-                                     std::size_t local) {
+std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
+                                     int shard, int count, std::size_t local) {
   std::vector<std::int64_t> index(local_shape.size());
   std::size_t rest = local;
   for (std::size_t d = local_shape.size(); d-- > 0;) {
@@ -42,9 +41,8 @@ std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim,
   index[dim] = ((j / piece) * count + shard) * piece + j % piece;
   std::size_t flat = 0;
   for (std::size_t d = 0; d < local_shape.size(); ++d) {
-    std::int64_t extent = d == static_cast<std::size_t>(dim)
-                              ? local_extent * count
-                              : local_shape[d];
+    std::int64_t extent =
+        d == static_cast<std::size_t>(dim) ? local_extent * count : local_shape[d];
     flat = flat * static_cast<std::size_t>(extent) + static_cast<std::size_t>(index[d]);
   }
   return flat;
@@ -58,9 +56,8 @@ LinkedProgram::LinkedProgram(terms::TermStore &store, const ir::Trace &reference
     auto sub = std::make_unique<terms::Substitution>(store);
     int rank = static_cast<int>(r);
     sub->set_resolver([this, rank](TermId var) {
-      return store_.variable(var).kind == terms::VarKind::Placeholder
-                 ? resolve(rank, var)
-                 : var;
+      return store_.variable(var).kind == terms::VarKind::Placeholder ? resolve(rank, var)
+                                                                      : var;
     });
     impl_->substitutions.push_back(std::move(sub));
     bind_leaves(rank);
@@ -100,8 +97,9 @@ void LinkedProgram::bind_leaves(int rank) {
                      leaf.shape.size() == ref->shape.size();
     if (shardable) {
       for (std::size_t d = 0; d < leaf.shape.size(); ++d) {
-        auto expected = leaf.shape[d] *
-                        (static_cast<int>(d) == leaf.partition_dim ? leaf.shard_count : 1);
+        auto expected =
+            leaf.shape[d] *
+            (static_cast<int>(d) == leaf.partition_dim ? leaf.shard_count : 1);
         shardable = shardable && expected == ref->shape[d];
       }
     }
@@ -135,7 +133,12 @@ void LinkedProgram::match_collectives() {
     std::size_t agreed = SIZE_MAX;
     for (int member : group) {
       if (member < 0 || member >= world()) {
-        mismatches_.push_back({group, 0, member, member, {}, {},
+        mismatches_.push_back({group,
+                               0,
+                               member,
+                               member,
+                               {},
+                               {},
                                fmt::format("group {} names rank {}, outside the "
                                            "world of {}",
                                            group, member, world())});
@@ -158,19 +161,17 @@ void LinkedProgram::match_collectives() {
                             "does not",
                             a ? first : member, k, group, a ? member : first);
         else if (a->kind != b->kind || a->op != b->op)
-          why = fmt::format("collective #{} on group {} is {}({}) on rank {} but "
-                            "{}({}) on rank {}",
-                            k, group, ir::collective_name(a->kind),
-                            ir::reduce_op_name(a->op), first,
-                            ir::collective_name(b->kind), ir::reduce_op_name(b->op),
-                            member);
+          why = fmt::format(
+              "collective #{} on group {} is {}({}) on rank {} but "
+              "{}({}) on rank {}",
+              k, group, ir::collective_name(a->kind), ir::reduce_op_name(a->op), first,
+              ir::collective_name(b->kind), ir::reduce_op_name(b->op), member);
         else if (a->input_shape != b->input_shape || a->dtype != b->dtype)
-          why = fmt::format("collective #{} on group {} carries {} {} on rank {} but "
-                            "{} {} on rank {}",
-                            k, group, ir::dtype_name(a->dtype),
-                            ir::shape_str(a->input_shape), first,
-                            ir::dtype_name(b->dtype), ir::shape_str(b->input_shape),
-                            member);
+          why = fmt::format(
+              "collective #{} on group {} carries {} {} on rank {} but "
+              "{} {} on rank {}",
+              k, group, ir::dtype_name(a->dtype), ir::shape_str(a->input_shape), first,
+              ir::dtype_name(b->dtype), ir::shape_str(b->input_shape), member);
         else if (a->kind == ir::CollectiveKind::Broadcast && a->src != b->src)
           why = fmt::format("broadcast #{} on group {} has src {} on rank {} but {} "
                             "on rank {}",
@@ -201,8 +202,8 @@ TermId LinkedProgram::resolve(int rank, TermId placeholder) {
   const auto &group = call.group;
   const auto &per_rank = impl_->calls[group];
   const int k = static_cast<int>(group.size());
-  const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) -
-                                  group.begin());
+  const int me =
+      static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
   auto input_of = [&](int member_index, std::size_t element) {
     int member = group[member_index];
     const ir::Collective &theirs = *per_rank.at(member)[call.sequence];

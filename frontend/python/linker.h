@@ -62,8 +62,7 @@ private:
 
 // Reference element that rank `shard` of `count` holds at local flat index
 // `local`, for a tensor sharded along `dim` with Megatron's partition stride.
-std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim,
-                                     int stride, int shard, int count,
-                                     std::size_t local);
+std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
+                                     int shard, int count, std::size_t local);
 
 } // namespace shardproof::frontend

@@ -157,8 +157,8 @@ PyObject *term_float(PyObject *a) {
 PyObject *term_index(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
   if (store().is_const(x) && store().const_value(x).get_den() == 1)
-    return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(),
-                             nullptr, 10);
+    return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(), nullptr,
+                             10);
   return symbolic_error("a Python integer");
 }
 
@@ -237,8 +237,7 @@ PyTypeObject TermType = [] {
 std::optional<TermId> arg_term(PyObject *o) {
   auto t = to_term(o);
   if (!t && !PyErr_Occurred())
-    PyErr_Format(PyExc_TypeError, "shardproof: %s is not a number",
-                 Py_TYPE(o)->tp_name);
+    PyErr_Format(PyExc_TypeError, "shardproof: %s is not a number", Py_TYPE(o)->tp_name);
   return t;
 }
 
@@ -337,8 +336,8 @@ PyObject *py_record_node(PyObject *, PyObject *args) {
   const char *op, *category, *file, *function, *dtype;
   int line, column;
   PyObject *shape, *elems, *inputs;
-  if (!PyArg_ParseTuple(args, "sssiisOsOO", &op, &category, &file, &line,
-                        &column, &function, &shape, &dtype, &elems, &inputs))
+  if (!PyArg_ParseTuple(args, "sssiisOsOO", &op, &category, &file, &line, &column,
+                        &function, &shape, &dtype, &elems, &inputs))
     return nullptr;
   ir::Node node;
   node.op = op;
@@ -357,13 +356,12 @@ PyObject *py_record_leaf(PyObject *, PyObject *args) {
   const char *role, *name, *file;
   PyObject *shape, *elems;
   int partition_dim, stride, shard_index, shard_count, line;
-  if (!PyArg_ParseTuple(args, "ssOOiiiisi", &role, &name, &shape, &elems,
-                        &partition_dim, &stride, &shard_index, &shard_count,
-                        &file, &line))
+  if (!PyArg_ParseTuple(args, "ssOOiiiisi", &role, &name, &shape, &elems, &partition_dim,
+                        &stride, &shard_index, &shard_count, &file, &line))
     return nullptr;
   ir::Leaf leaf;
-  leaf.role = std::string(role) == "param" ? ir::LeafRole::Parameter
-                                           : ir::LeafRole::Input;
+  leaf.role =
+      std::string(role) == "param" ? ir::LeafRole::Parameter : ir::LeafRole::Input;
   leaf.name = name;
   leaf.shape = int_list<std::int64_t>(shape);
   leaf.elements = term_list(elems);
@@ -383,9 +381,9 @@ PyObject *py_record_collective(PyObject *, PyObject *args) {
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
   int sequence, src, line, column;
   unsigned node;
-  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI", &kind, &op, &group, &sequence,
-                        &src, &in_shape, &out_shape, &dtype, &inputs, &outputs,
-                        &file, &line, &column, &function, &node))
+  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI", &kind, &op, &group, &sequence, &src,
+                        &in_shape, &out_shape, &dtype, &inputs, &outputs, &file, &line,
+                        &column, &function, &node))
     return nullptr;
   ir::Collective c;
   auto k = ir::collective_from_name(kind);
@@ -432,7 +430,8 @@ PyObject *py_record_output(PyObject *, PyObject *args) {
 
 PyMethodDef module_methods[] = {
     {"var", py_var, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
-    {"placeholder", py_placeholder, METH_VARARGS, "a collective result, resolved at link time"},
+    {"placeholder", py_placeholder, METH_VARARGS,
+     "a collective result, resolved at link time"},
     {"opaque", py_opaque, METH_VARARGS, "a value shardproof does not model"},
     {"rename", py_rename, METH_VARARGS, "rename(term, name): the name reports use"},
     {"apply", py_apply, METH_VARARGS, "apply(fn, x): a nonlinear function"},
@@ -445,9 +444,15 @@ PyMethodDef module_methods[] = {
 };
 
 PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_shardproof",
-    "shardproof's term engine and IR recorder", -1, module_methods,
-    nullptr, nullptr, nullptr, nullptr,
+    PyModuleDef_HEAD_INIT,
+    "_shardproof",
+    "shardproof's term engine and IR recorder",
+    -1,
+    module_methods,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 } // namespace
 
@@ -461,8 +466,8 @@ PyObject *init_shardproof_module() {
     return nullptr;
   Py_INCREF(&TermType);
   PyModule_AddObject(m, "Term", reinterpret_cast<PyObject *>(&TermType));
-  g_symbolic_error = PyErr_NewException("_shardproof.SymbolicControlFlow",
-                                        PyExc_RuntimeError, nullptr);
+  g_symbolic_error =
+      PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_RuntimeError, nullptr);
   Py_INCREF(g_symbolic_error);
   PyModule_AddObject(m, "SymbolicControlFlow", g_symbolic_error);
   return m;

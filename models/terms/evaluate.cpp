@@ -17,8 +17,7 @@ std::optional<mpq_class> apply_fn(Fn fn, const mpq_class &x) {
 }
 } // namespace
 
-template <typename Value>
-std::optional<Value> Evaluator<Value>::operator()(TermId term) {
+template <typename Value> std::optional<Value> Evaluator<Value>::operator()(TermId term) {
   if (auto it = memo_.find(term); it != memo_.end())
     return it->second;
   const Node &node = store_.node(term);

@@ -30,8 +30,7 @@ Normalizer::Poly Normalizer::atom(TermId canonical_atom, std::uint32_t exponent)
   return Poly{{Monomial{{canonical_atom, exponent}}, mpq_class(1)}};
 }
 
-Normalizer::Poly Normalizer::add(const Poly &a, const Poly &b,
-                                 const mpq_class &scale_b) {
+Normalizer::Poly Normalizer::add(const Poly &a, const Poly &b, const mpq_class &scale_b) {
   Poly out = a;
   for (const auto &[mono, coeff] : b) {
     mpq_class &slot = out[mono];
@@ -134,8 +133,7 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
   }
   case Op::Lt:
   case Op::Le: {
-    TermId c = comparison(node.op == Op::Lt, *poly(node.args[0]),
-                          *poly(node.args[1]));
+    TermId c = comparison(node.op == Op::Lt, *poly(node.args[0]), *poly(node.args[1]));
     return store_.is_const(c) ? poly(c) : make(atom(c));
   }
   case Op::Ite: {

@@ -12,10 +12,12 @@ struct FnInfo {
   std::string_view name;
 };
 constexpr FnInfo kFunctions[] = {
-    {Fn::Gelu, "gelu"},       {Fn::GeluTanh, "gelu_tanh"}, {Fn::Tanh, "tanh"},
-    {Fn::Exp, "exp"},         {Fn::Log, "log"},            {Fn::Erf, "erf"},
-    {Fn::Sqrt, "sqrt"},       {Fn::Rsqrt, "rsqrt"},        {Fn::Sigmoid, "sigmoid"},
-    {Fn::Silu, "silu"},       {Fn::Relu, "relu"},          {Fn::Sin, "sin"},
+    {Fn::Gelu, "gelu"},       {Fn::GeluTanh, "gelu_tanh"},
+    {Fn::Tanh, "tanh"},       {Fn::Exp, "exp"},
+    {Fn::Log, "log"},         {Fn::Erf, "erf"},
+    {Fn::Sqrt, "sqrt"},       {Fn::Rsqrt, "rsqrt"},
+    {Fn::Sigmoid, "sigmoid"}, {Fn::Silu, "silu"},
+    {Fn::Relu, "relu"},       {Fn::Sin, "sin"},
     {Fn::Cos, "cos"},
 };
 
@@ -131,9 +133,7 @@ const mpq_class &TermStore::const_value(TermId id) const {
 const Variable &TermStore::variable(TermId id) const {
   return variables_[nodes_[id].payload];
 }
-Variable &TermStore::variable(TermId id) {
-  return variables_[nodes_[id].payload];
-}
+Variable &TermStore::variable(TermId id) { return variables_[nodes_[id].payload]; }
 
 bool TermStore::is_bool(TermId id) const {
   Op op = nodes_[id].op;
@@ -243,8 +243,8 @@ std::string TermStore::to_string(TermId id) const {
   case Op::Inv:
     return "1/" + to_string(n.args[0]);
   case Op::App:
-    return std::string(fn_name(static_cast<Fn>(n.payload))) +
-           "(" + to_string(n.args[0]) + ")";
+    return std::string(fn_name(static_cast<Fn>(n.payload))) + "(" + to_string(n.args[0]) +
+           ")";
   case Op::Lt:
     return join(" < ");
   case Op::Le:
@@ -292,16 +292,14 @@ TermId Substitution::apply(TermId term) {
     result = store_.le(apply(node.args[0]), apply(node.args[1]));
     break;
   case Op::Ite:
-    result = store_.ite(apply(node.args[0]), apply(node.args[1]),
-                        apply(node.args[2]));
+    result = store_.ite(apply(node.args[0]), apply(node.args[1]), apply(node.args[2]));
     break;
   }
   memo_[term] = result;
   return result;
 }
 
-std::vector<TermId> variables_of(const TermStore &store,
-                                 std::span<const TermId> roots) {
+std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots) {
   std::vector<TermId> out;
   std::unordered_set<TermId> seen;
   std::vector<TermId> stack(roots.rbegin(), roots.rend());

@@ -144,7 +144,6 @@ private:
 };
 
 // Every variable a term depends on, in first-seen order.
-std::vector<TermId> variables_of(const TermStore &store,
-                                 std::span<const TermId> roots);
+std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots);
 
 } // namespace shardproof::terms

@@ -43,7 +43,8 @@ TEST_P(WorldSizes, MissingRowParallelAllReduceIsRefutedAtTheUnreducedLine) {
                         ":[0-9]+: error: .*partial sum.* \\[SP002\\]");
   EXPECT_TRUE(std::regex_search(r.out, diagnostic)) << r.out;
   // Concrete input values that show the difference, and the values themselves.
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n    fc[12]\\.(weight|bias)\\[[0-9,]+\\] = -?[0-9]")))
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("\\n    fc[12]\\.(weight|bias)\\[[0-9,]+\\] = -?[0-9]")))
       << r.out;
   EXPECT_NE(r.out.find("Reference (world 1): out["), std::string::npos);
   EXPECT_TRUE(std::regex_search(r.out, std::regex("Rank 0: out\\[[0-9,]+\\] = ")));
@@ -53,7 +54,8 @@ TEST_P(WorldSizes, MissingRowParallelAllReduceIsRefutedAtTheUnreducedLine) {
 INSTANTIATE_TEST_SUITE_P(Cli, WorldSizes, ::testing::Values(2, 4));
 
 TEST(Cli, JsonFollowsTheDocumentedShape) {
-  auto r = run_cli({"check", kExample, kBuggyExample, "--world", "2", "--format", "json"});
+  auto r =
+      run_cli({"check", kExample, kBuggyExample, "--world", "2", "--format", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["verdict"], "refuted");
@@ -65,7 +67,8 @@ TEST(Cli, JsonFollowsTheDocumentedShape) {
   EXPECT_EQ(f["rule_id"], "SP002");
   EXPECT_EQ(f["severity"], "error");
   EXPECT_EQ(f["file"], "examples/tp_mlp.py");
-  EXPECT_EQ(f["line"], line_of("examples/tp_mlp.py", "partial = F.linear(x, self.weight)"));
+  EXPECT_EQ(f["line"],
+            line_of("examples/tp_mlp.py", "partial = F.linear(x, self.weight)"));
   EXPECT_TRUE(f["message"].is_string());
 }
 
@@ -84,9 +87,10 @@ TEST(Cli, UnknownFlagIsAUsageError) {
 TEST(Cli, UnsupportedConstructIsCouldNotProveWithItsLine) {
   auto r = run_cli({"check", "tests/e2e/bad/symbolic_branch.py::entry"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  std::regex note("tests/e2e/bad/symbolic_branch\\.py:" +
-                  std::to_string(line_of("tests/e2e/bad/symbolic_branch.py", "if x.sum() > 0")) +
-                  ": note: could not prove .*symbolic");
+  std::regex note(
+      "tests/e2e/bad/symbolic_branch\\.py:" +
+      std::to_string(line_of("tests/e2e/bad/symbolic_branch.py", "if x.sum() > 0")) +
+      ": note: could not prove .*symbolic");
   EXPECT_TRUE(std::regex_search(r.out, note)) << r.out;
   EXPECT_EQ(r.out.find(": proved"), std::string::npos);
 }
@@ -113,10 +117,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadInput{"tests/e2e/bad/syntax_error.py::entry",
                  "^tests/e2e/bad/syntax_error\\.py:3: error: syntax error"},
-        BadInput{"tests/e2e/bad/missing_func.py::entry",
-                 "^tests/e2e/bad/missing_func\\.py:1: error: no function 'entry'.*not_entry"},
+        BadInput{
+            "tests/e2e/bad/missing_func.py::entry",
+            "^tests/e2e/bad/missing_func\\.py:1: error: no function 'entry'.*not_entry"},
         BadInput{"tests/e2e/bad/raises.py::entry",
-                 "^tests/e2e/bad/raises\\.py:5: error: entry\\(\\) raised ValueError: bad size 3"},
+                 "^tests/e2e/bad/raises\\.py:5: error: entry\\(\\) raised ValueError: "
+                 "bad size 3"},
         BadInput{"tests/e2e/bad/recursion.py::entry",
                  "^tests/e2e/bad/recursion\\.py:5: error: recursion too deep"},
         BadInput{"tests/e2e/bad/import_error.py::entry",

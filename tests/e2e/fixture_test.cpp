@@ -55,8 +55,8 @@ class Fixtures : public ::testing::TestWithParam<FixtureCase> {};
 TEST_P(Fixtures, VerdictAndFindingsMatchInlineExpectations) {
   const auto &[file, world] = GetParam();
   bool buggy = std::filesystem::path(file).stem() == "buggy";
-  auto r = run_cli({"check", file + "::entry", "--world", std::to_string(world),
-                    "--format", "json"});
+  auto r = run_cli(
+      {"check", file + "::entry", "--world", std::to_string(world), "--format", "json"});
   ASSERT_NE(r.exit_code, 2) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   std::set<std::pair<std::string, int>> found;
@@ -76,8 +76,8 @@ TEST_P(Fixtures, VerdictAndFindingsMatchInlineExpectations) {
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Fixtures, ::testing::ValuesIn(discover()),
                          [](const auto &info) {
-                           std::string name = info.param.file + "_w" +
-                                              std::to_string(info.param.world);
+                           std::string name =
+                               info.param.file + "_w" + std::to_string(info.param.world);
                            for (char &c : name)
                              if (!std::isalnum(static_cast<unsigned char>(c)))
                                c = '_';

@@ -27,8 +27,8 @@ CliResult run_cli(const std::vector<std::string> &args) {
   int fd = mkstemp(err_template);
   close(fd);
   // Run from the source tree so reported paths are relative, as for a user.
-  std::string cmd = "cd " + quote(SHARDPROOF_SOURCE_DIR) + " && " +
-                    quote(SHARDPROOF_BINARY);
+  std::string cmd =
+      "cd " + quote(SHARDPROOF_SOURCE_DIR) + " && " + quote(SHARDPROOF_BINARY);
   for (const auto &a : args)
     cmd += " " + quote(a);
   cmd += " 2>" + quote(err_template);

@@ -9,7 +9,7 @@ using prover::Verdict;
 namespace {
 Verdict prove(TermStore &s, TermId lhs, TermId rhs, int wall_ms = 10000) {
   prover::ProverOptions options;
-  options.solver_limits.wall = std::chrono::milliseconds(wall_ms);
+  options.limits.wall = std::chrono::milliseconds(wall_ms);
   return prover::prove_equal(s, std::span(&lhs, 1), std::span(&rhs, 1), options);
 }
 
@@ -32,9 +32,9 @@ TermId motzkin_sum(TermStore &s, int pairs) {
 TEST(Prover, NormalFormProvesPolynomialIdentity) {
   TermStore s;
   TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);
-  Verdict v = prove(s, s.mul(s.add(a, b), s.add(a, b)),
-                    s.add(s.add(s.mul(a, a), s.mul(s.constant(2), s.mul(a, b))),
-                          s.mul(b, b)));
+  Verdict v =
+      prove(s, s.mul(s.add(a, b), s.add(a, b)),
+            s.add(s.add(s.mul(a, a), s.mul(s.constant(2), s.mul(a, b))), s.mul(b, b)));
   EXPECT_EQ(v.kind, Verdict::Kind::Proved);
   EXPECT_EQ(v.method, "normal form");
 }

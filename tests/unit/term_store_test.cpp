@@ -20,7 +20,7 @@ TEST(TermStore, HashConsesStructurallyEqualTerms) {
   TermStore s;
   TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
   EXPECT_EQ(s.add(x, y), s.add(x, y));
-  EXPECT_NE(s.add(x, y), s.add(y, x)); // construction does not canonicalise
+  EXPECT_NE(s.add(x, y), s.add(y, x));          // construction does not canonicalise
   EXPECT_NE(s.var("x", VarKind::Reference), x); // every var is fresh
 }
 

@@ -46,8 +46,8 @@ TEST(Worker, MemoryLimitStopsAGreedyJob) {
 }
 
 TEST(Worker, AJobThatThrowsIsReportedNotPropagated) {
-  auto outcome = run_in_worker(
-      []() -> std::string { throw std::runtime_error("boom"); }, {});
+  auto outcome =
+      run_in_worker([]() -> std::string { throw std::runtime_error("boom"); }, {});
   EXPECT_EQ(outcome.status, Status::Crashed);
   EXPECT_NE(outcome.detail.find("boom"), std::string::npos);
 }
