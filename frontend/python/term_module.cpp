@@ -219,7 +219,8 @@ PyGetSetDef term_getset[] = {
 };
 
 PyTypeObject TermType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  PyTypeObject t{};
+  t.ob_base.ob_base.ob_refcnt = 1; // what PyVarObject_HEAD_INIT sets
   t.tp_name = "_shardproof.Term";
   t.tp_basicsize = sizeof(TermObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT;
