@@ -40,6 +40,13 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(64, 1 << 20))
       ->capture_default_str();
 
+  double trace_seconds = 120;
+  check
+      ->add_option("--trace-timeout", trace_seconds,
+                   "limit on running the user's code, per simulated rank, in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
   rules->add_flag("--markdown", markdown, "print docs/rules.md");
@@ -72,6 +79,8 @@ int main(int argc, char **argv) {
   options.prover.limits.wall =
       std::chrono::milliseconds(static_cast<long>(proof_seconds * 1000));
   options.prover.limits.memory_bytes = proof_memory_mib << 20;
+  options.trace_time_limit =
+      std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   std::vector<analyzer::TargetResult> results;
   try {
     for (const auto &t : targets)

@@ -46,7 +46,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     if (result.failure)
       return;
     result.failure = frontend::trace_rank(
-        store, {target.path, target.function, world, rank}, kind, out);
+        store, {target.path, target.function, world, rank, options.trace_time_limit},
+        kind, out);
   };
   ir::Trace reference;
   trace(1, 0, terms::VarKind::Reference, reference);

@@ -5,6 +5,7 @@
 #include "checkers/check.h"
 #include "frontend/python/interpreter.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ Target parse_target(const std::string &text);
 
 struct SessionOptions {
   int world = 2;
+  std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
   prover::ProverOptions prover;
 };
 

@@ -4,8 +4,11 @@
 
 #include <Python.h>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace shardproof::frontend {
 
@@ -70,6 +73,44 @@ PyObject *driver() {
     throw std::runtime_error("shardproof_driver has no run_rank");
   return run_rank;
 }
+// Raises _shardproof.TraceTimeout in the tracing thread once the limit has
+// passed. The exception is delivered between bytecodes, so any pure-Python
+// loop stops, and the driver reports the user frame it stopped in.
+class Watchdog {
+public:
+  explicit Watchdog(std::chrono::milliseconds limit)
+      : thread_id_(PyThreadState_Get()->thread_id),
+        thread_([this, limit] { watch(limit); }) {}
+
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    Py_BEGIN_ALLOW_THREADS // the watchdog may be waiting for the GIL
+        thread_.join();
+    Py_END_ALLOW_THREADS
+  }
+
+private:
+  void watch(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    if (wake_.wait_for(lock, limit, [this] { return done_; }))
+      return;
+    lock.unlock();
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (!done_) // the run may have finished while we waited for the GIL
+      PyThreadState_SetAsyncExc(thread_id_, trace_timeout_error());
+    PyGILState_Release(gil);
+  }
+
+  unsigned long thread_id_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
 } // namespace
 
 std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
@@ -79,8 +120,12 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   out.world = run.world;
   RecordingContext context{&store, &out, leaf_kind};
   set_recording_context(&context);
-  PyObject *result = PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
-                                           run.function.c_str(), run.world, run.rank);
+  PyObject *result;
+  {
+    Watchdog watchdog(run.time_limit);
+    result = PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
+                                   run.function.c_str(), run.world, run.rank);
+  }
   set_recording_context(nullptr);
   if (!result)
     throw std::runtime_error("shardproof's Python runtime failed: " +

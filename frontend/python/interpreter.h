@@ -5,6 +5,7 @@
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,9 @@ struct RankRun {
   std::string function; // FUNC of FILE::FUNC
   int world = 1;
   int rank = 0;
+  // Python code that runs longer is interrupted where it is and reported as
+  // bad input (an endless loop in the user's code must not hang shardproof).
+  std::chrono::milliseconds time_limit{120000};
 };
 
 // Runs FUNC once as `rank` of a world of `world` ranks and records its trace.

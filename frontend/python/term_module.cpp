@@ -11,6 +11,7 @@ using terms::TermId;
 namespace {
 RecordingContext *g_context = nullptr;
 PyObject *g_symbolic_error = nullptr; // _shardproof.SymbolicControlFlow
+PyObject *g_timeout_error = nullptr;  // _shardproof.TraceTimeout
 
 struct TermObject {
   PyObject_HEAD TermId id;
@@ -459,6 +460,8 @@ PyModuleDef module_def = {
 
 void set_recording_context(RecordingContext *context) { g_context = context; }
 
+PyObject *trace_timeout_error() { return g_timeout_error; }
+
 PyObject *init_shardproof_module() {
   if (PyType_Ready(&TermType) < 0)
     return nullptr;
@@ -471,6 +474,11 @@ PyObject *init_shardproof_module() {
       PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_RuntimeError, nullptr);
   Py_INCREF(g_symbolic_error);
   PyModule_AddObject(m, "SymbolicControlFlow", g_symbolic_error);
+  // A BaseException, so user code's `except Exception` cannot swallow it.
+  g_timeout_error =
+      PyErr_NewException("_shardproof.TraceTimeout", PyExc_BaseException, nullptr);
+  Py_INCREF(g_timeout_error);
+  PyModule_AddObject(m, "TraceTimeout", g_timeout_error);
   return m;
 }
 

@@ -22,4 +22,7 @@ void set_recording_context(RecordingContext *context);
 // Registered with PyImport_AppendInittab before the interpreter starts.
 PyObject *init_shardproof_module();
 
+// _shardproof.TraceTimeout: what the watchdog raises in an overlong run.
+PyObject *trace_timeout_error();
+
 } // namespace shardproof::frontend

@@ -99,12 +99,15 @@ TEST(Cli, UnsupportedConstructIsCouldNotProveWithItsLine) {
 struct BadInput {
   std::string target;
   std::string expected; // regex over stderr
+  std::vector<std::string> flags = {};
 };
 
 class BadInputs : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(BadInputs, OneLineErrorWithFileAndLine) {
-  auto r = run_cli({"check", GetParam().target});
+  std::vector<std::string> args{"check", GetParam().target};
+  args.insert(args.end(), GetParam().flags.begin(), GetParam().flags.end());
+  auto r = run_cli(args);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(GetParam().expected))) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -131,7 +134,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tests/e2e/bad/bad_return.py::entry",
                  "^tests/e2e/bad/bad_return\\.py:4: error: the entry must return"},
         BadInput{"tests/e2e/bad/does_not_exist.py::entry",
-                 "^tests/e2e/bad/does_not_exist\\.py: error: no such file"}));
+                 "^tests/e2e/bad/does_not_exist\\.py: error: no such file"},
+        BadInput{
+            "tests/e2e/bad/endless_loop.py::entry",
+            "^tests/e2e/bad/endless_loop\\.py:[67]: error: entry\\(\\) did not finish "
+            "within the time limit",
+            {"--trace-timeout", "1"}}));
 
 TEST(Cli, RulesDocumentIsGeneratedFromTheRegistry) {
   auto r = run_cli({"rules", "--markdown"});

@@ -169,6 +169,11 @@ def run_rank(path, func, world, rank):
     except RecursionError as e:
         file, line = _user_frame(e.__traceback__, path)
         return ("bad-input", file, line, "recursion too deep")
+    except _sp.TraceTimeout as e:
+        file, line = _user_frame(e.__traceback__, path)
+        return ("bad-input", file, line,
+                f"{_Phase.current} did not finish within the time limit "
+                "(stopped here; an endless loop?)")
     except BaseException as e:  # the user's code raised: report it, do not crash
         file, line = _user_frame(e.__traceback__, path)
         what = f"{_Phase.current} raised {type(e).__name__}"

@@ -1,0 +1,7 @@
+import torch
+
+
+def entry():
+    n = 0
+    while True:
+        n += 1
