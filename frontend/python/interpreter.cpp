@@ -113,6 +113,57 @@ private:
 };
 } // namespace
 
+int run_python_script(const std::string &path, const std::vector<std::string> &args) {
+  driver(); // starts the interpreter
+  terms::TermStore store;
+  ir::Trace scratch;
+  RecordingContext context{&store, &scratch, terms::VarKind::Reference};
+  set_recording_context(&context);
+  std::vector<std::string> all{path};
+  all.insert(all.end(), args.begin(), args.end());
+  PyObject *argv = PyList_New(0);
+  for (const auto &a : all) {
+    PyObject *s = PyUnicode_FromString(a.c_str());
+    PyList_Append(argv, s);
+    Py_DECREF(s);
+  }
+  PySys_SetObject("argv", argv);
+  Py_DECREF(argv);
+  PyObject *runpy = PyImport_ImportModule("runpy");
+  PyObject *result = nullptr;
+  if (runpy) {
+    PyObject *run_path = PyObject_GetAttrString(runpy, "run_path");
+    PyObject *call_args = Py_BuildValue("(s)", path.c_str());
+    PyObject *kwargs = Py_BuildValue("{s:s}", "run_name", "__main__");
+    result = PyObject_Call(run_path, call_args, kwargs);
+    Py_XDECREF(run_path);
+    Py_XDECREF(call_args);
+    Py_XDECREF(kwargs);
+  }
+  int status = 0;
+  if (!result) {
+    if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyObject *code = value ? PyObject_GetAttrString(value, "code") : nullptr;
+      status = code && PyLong_Check(code) ? static_cast<int>(PyLong_AsLong(code))
+               : code == Py_None          ? 0
+                                          : 1;
+      Py_XDECREF(code);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+    } else {
+      PyErr_Print();
+      status = 1;
+    }
+  }
+  Py_XDECREF(result);
+  Py_XDECREF(runpy);
+  set_recording_context(nullptr);
+  return status;
+}
+
 std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
                                        terms::VarKind leaf_kind, ir::Trace &out) {
   PyObject *run_rank = driver();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace shardproof::frontend {
 
@@ -30,6 +31,11 @@ struct RankRun {
   // bad input (an endless loop in the user's code must not hang shardproof).
   std::chrono::milliseconds time_limit{120000};
 };
+
+// Runs a Python script in the embedded interpreter (stand-in torch first on
+// sys.path) with sys.argv = [path, args...], recording into a scratch trace;
+// returns its exit status. For tests that check the stand-in itself.
+int run_python_script(const std::string &path, const std::vector<std::string> &args);
 
 // Runs FUNC once as `rank` of a world of `world` ranks and records its trace.
 // Leaves created during the run get `leaf_kind` (Reference for the world-1

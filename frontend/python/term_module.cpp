@@ -1,8 +1,11 @@
 #include "frontend/python/term_module.h"
 
+#include "models/terms/evaluate.h"
+
 #include <cmath>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace shardproof::frontend {
 
@@ -430,7 +433,37 @@ PyObject *py_record_output(PyObject *, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+// evaluate(terms, vars, values): the terms' values in doubles, with the real
+// meaning of every function, the vars set to the values and all others to 0.
+PyObject *py_evaluate(PyObject *, PyObject *args) {
+  PyObject *terms_list, *vars_list, *values_list;
+  if (!PyArg_ParseTuple(args, "OOO", &terms_list, &vars_list, &values_list))
+    return nullptr;
+  std::vector<TermId> targets = term_list(terms_list), vars = term_list(vars_list);
+  if (PyErr_Occurred())
+    return nullptr;
+  PyObject *fast = PySequence_Fast(values_list, "shardproof: expected values");
+  if (!fast)
+    return nullptr;
+  std::unordered_map<TermId, double> assignment;
+  for (Py_ssize_t i = 0;
+       i < PySequence_Fast_GET_SIZE(fast) && i < static_cast<Py_ssize_t>(vars.size());
+       ++i)
+    assignment[vars[i]] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(fast, i));
+  Py_DECREF(fast);
+  terms::DoubleEvaluator eval(store(), [&](TermId v) {
+    auto it = assignment.find(v);
+    return it == assignment.end() ? 0.0 : it->second;
+  });
+  PyObject *out = PyList_New(static_cast<Py_ssize_t>(targets.size()));
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i),
+                    PyFloat_FromDouble(eval(targets[i]).value_or(NAN)));
+  return out;
+}
+
 PyMethodDef module_methods[] = {
+    {"evaluate", py_evaluate, METH_VARARGS, "evaluate(terms, vars, values) -> floats"},
     {"var", py_var, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
     {"placeholder", py_placeholder, METH_VARARGS,
      "a collective result, resolved at link time"},

@@ -12,13 +12,21 @@ struct FnInfo {
   std::string_view name;
 };
 constexpr FnInfo kFunctions[] = {
-    {Fn::Gelu, "gelu"},       {Fn::GeluTanh, "gelu_tanh"},
-    {Fn::Tanh, "tanh"},       {Fn::Exp, "exp"},
-    {Fn::Log, "log"},         {Fn::Erf, "erf"},
-    {Fn::Sqrt, "sqrt"},       {Fn::Rsqrt, "rsqrt"},
-    {Fn::Sigmoid, "sigmoid"}, {Fn::Silu, "silu"},
-    {Fn::Relu, "relu"},       {Fn::Sin, "sin"},
+    {Fn::Gelu, "gelu"},
+    {Fn::GeluTanh, "gelu_tanh"},
+    {Fn::Tanh, "tanh"},
+    {Fn::Exp, "exp"},
+    {Fn::Log, "log"},
+    {Fn::Erf, "erf"},
+    {Fn::Sqrt, "sqrt"},
+    {Fn::Rsqrt, "rsqrt"},
+    {Fn::Sigmoid, "sigmoid"},
+    {Fn::Silu, "silu"},
+    {Fn::Relu, "relu"},
+    {Fn::Sin, "sin"},
     {Fn::Cos, "cos"},
+    {Fn::GeluGrad, "gelu_grad"},
+    {Fn::GeluTanhGrad, "gelu_tanh_grad"},
 };
 
 std::size_t mix(std::size_t seed, std::size_t value) {
@@ -71,6 +79,15 @@ double fn_eval(Fn fn, double x) {
     return std::sin(x);
   case Fn::Cos:
     return std::cos(x);
+  case Fn::GeluGrad: // Phi(x) + x phi(x)
+    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  case Fn::GeluTanhGrad: {
+    const double k = std::sqrt(2.0 / M_PI);
+    double inner = k * (x + 0.044715 * x * x * x);
+    double t = std::tanh(inner);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x);
+  }
   }
   return NAN;
 }

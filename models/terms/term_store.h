@@ -45,6 +45,8 @@ enum class Fn : std::uint8_t {
   Relu,
   Sin,
   Cos,
+  GeluGrad,     // d/dx gelu(x)
+  GeluTanhGrad, // d/dx gelu_tanh(x)
 };
 
 std::string_view fn_name(Fn fn);

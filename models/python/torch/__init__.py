@@ -15,8 +15,9 @@ from ._dtypes import (  # noqa: F401
 from . import _dtypes
 from ._tensor import (  # noqa: F401
     Tensor, Size, device, matmul, split, chunk, maximum, minimum, record, fresh,
-    apply_fn, _raw, _result_dtype, _where_array,
+    apply_fn, _raw, _result_dtype, _where_array, _movement, _unbroadcast,
 )
+from ._autograd import GradMode as _GradMode
 from ._tracing import Unsupported  # noqa: F401
 
 __version__ = "2.4.0+shardproof"
@@ -170,29 +171,54 @@ def baddbmm(inp, a, b, beta=1.0, alpha=1.0):
 
 
 def einsum(eq, *ops):
+    """Built from differentiable ops: every operand laid out over all the
+    equation's letters, multiplied, and summed over the letters not kept."""
     if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
         ops = ops[0]
-    arrays = [o._a if o._a.dtype == object else o._a.astype(object) for o in ops]
-    out = np.einsum(eq, *arrays, optimize=False)
-    return record(np.asarray(out, dtype=object), _result_dtype(*ops), "einsum",
-                  "matmul", ops)
+    eq = eq.replace(" ", "")
+    if "..." in eq:
+        raise Unsupported("einsum with ellipsis")
+    lhs, _, out = eq.partition("->")
+    terms = lhs.split(",")
+    if not _:
+        out = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
+    letters = list(dict.fromkeys(lhs.replace(",", "") + out))
+    product = None
+    for spec, t in zip(terms, ops):
+        if len(set(spec)) != len(spec):
+            raise Unsupported("einsum with a repeated index in one operand")
+        order = sorted(range(len(spec)), key=lambda i: letters.index(spec[i]))
+        t = t.permute(*order) if order != list(range(len(spec))) else t
+        shape = [t.shape[sorted(spec, key=letters.index).index(c)] if c in spec else 1
+                 for c in letters]
+        t = t.reshape(*shape)
+        product = t if product is None else product * t
+    summed = [i for i, c in enumerate(letters) if c not in out]
+    if summed:
+        product = product.sum(dim=tuple(summed))
+    kept = [c for c in letters if c in out]
+    return product.permute(*[kept.index(c) for c in out]) if len(out) > 1 else product
 
 
 def where(cond, a=None, b=None):
     if a is None:
         raise Unsupported("torch.where with one argument (data-dependent shape)")
-    return record(_where_array(np.broadcast_to(_raw(cond), np.broadcast(
-        _raw(cond), _raw(a), _raw(b)).shape), _raw(a), _raw(b)),
-        _result_dtype(a, b), "where", "elementwise", (cond, a, b))
+    shape = np.broadcast(_raw(cond), _raw(a), _raw(b)).shape
+    c = np.broadcast_to(_raw(cond), shape)
+    A, B = _raw(a), _raw(b)
+
+    def vjp(grads):
+        g = np.asarray(grads[0], dtype=object)
+        return [None,
+                _unbroadcast(_where_array(c, g, 0), np.shape(A)),
+                _unbroadcast(_where_array(c, 0, g), np.shape(B))]
+
+    return record(_where_array(c, A, B), _result_dtype(a, b), "where",
+                  "elementwise", (cond, a, b), vjp)
 
 
 def _joined(op, tensors, fn):
-    tensors = list(tensors)
-    dtype = _result_dtype(*tensors)
-    arrays = [t._a for t in tensors]
-    if any(a.dtype == object for a in arrays):
-        arrays = [a.astype(object) for a in arrays]
-    return record(fn(arrays), dtype, op, "index", tensors)
+    return _movement(op, "index", lambda *arrays: fn(list(arrays)), tuple(tensors))
 
 
 def cat(tensors, dim=0):
@@ -250,20 +276,17 @@ def set_default_dtype(d):
 
 
 def is_grad_enabled():
-    return _grad_enabled[0]
-
-
-_grad_enabled = [True]
+    return _GradMode.enabled
 
 
 @contextlib.contextmanager
 def _grad_mode(flag):
-    old = _grad_enabled[0]
-    _grad_enabled[0] = flag
+    old = _GradMode.enabled
+    _GradMode.enabled = flag
     try:
         yield
     finally:
-        _grad_enabled[0] = old
+        _GradMode.enabled = old
 
 
 class _GradContext(contextlib.ContextDecorator):

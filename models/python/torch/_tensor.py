@@ -2,11 +2,13 @@
 symbolic terms (_shardproof.Term), plus the IR node that produced it."""
 import builtins
 import math
+import operator
 
 import numpy as np
 
 import _shardproof as _sp
 
+from . import _autograd
 from . import _dtypes
 from . import _tracing
 from ._tracing import Unsupported
@@ -39,17 +41,79 @@ def _node_of(x):
     return x._node if isinstance(x, Tensor) and x._node is not None else None
 
 
-def record(array, dtype, op, category, inputs=()):
-    """Wraps a result array as a Tensor and records its IR node."""
+def record(array, dtype, op, category, inputs=(), vjp=None, loc=None):
+    """Wraps a result array as a Tensor and records its IR node; with `vjp`,
+    the op is differentiable and joins the autograd graph."""
     if not isinstance(array, np.ndarray):
         array = np.asarray(array, dtype=dtype.numpy)
     if dtype.is_floating_point and array.dtype != object:
         array = array.astype(object)
-    file, line, func, col = _tracing.location()
+    loc = loc or _tracing.location()
+    file, line, func, col = loc
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
     node = _sp.record_node(op, category, file, line, col, func, array.shape,
                            dtype.name, array.ravel().tolist(), parents)
-    return Tensor(array, dtype, node)
+    return _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
+
+
+def relabel(t, op, category, inputs):
+    """Records a composite's result under the composite's name (linear,
+    softmax, ...) while keeping the autograd graph of its parts."""
+    out = record(t._a, t.dtype, op, category, inputs)
+    out.requires_grad, out.grad_fn = t.requires_grad, t.grad_fn
+    out._output_nr = getattr(t, "_output_nr", 0)
+    return out
+
+
+def _unbroadcast(g, shape):
+    """Sums a gradient over the dimensions broadcasting added to `shape`."""
+    g = np.asarray(g, dtype=object)
+    while g.ndim > len(shape):
+        g = np.asarray(g.sum(axis=0), dtype=object)  # a full sum is a scalar
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
+
+
+def _shape_of(x):
+    return np.shape(_raw(x))
+
+
+def _movement(op, category, fn, sources, differentiable=None, indices=()):
+    """A pure data-movement op (view, index, cat, embedding, ...): `fn` maps
+    the source arrays to the result. Its gradient scatters back along the
+    same map, learned by applying `fn` to arrays of element positions:
+    position 0 stands for "no source" (a constant written by the op), the
+    elements of differentiable sources are numbered from 1, and `indices`
+    (such as embedding ids) keep their values."""
+    differentiable = sources if differentiable is None else differentiable
+    result = fn(*[_raw(x) for x in sources])
+    tensors = [x for x in sources if isinstance(x, Tensor) and
+               not any(x is i for i in indices)]
+    dtype = _result_dtype(*tensors) if len(tensors) > 1 else tensors[0].dtype
+
+    def vjp(grads):
+        offsets, positions, start = [], [], 1
+        for x in sources:
+            shape = _shape_of(x)
+            if any(x is d for d in differentiable):
+                n = int(np.prod(shape))
+                positions.append(np.arange(start, start + n).reshape(shape))
+                offsets.append(start)
+                start += n
+            else:
+                positions.append(_raw(x) if any(x is i for i in indices)
+                                 else np.zeros(shape, dtype=np.int64))
+                offsets.append(None)
+        where = np.asarray(fn(*positions)).ravel()
+        total = np.zeros(start, dtype=object)
+        np.add.at(total, where, np.asarray(grads[0], dtype=object).ravel())
+        return [None if off is None else
+                total[off:off + int(np.prod(_shape_of(x)))].reshape(_shape_of(x))
+                for x, off in zip(sources, offsets)]
+
+    return record(result, dtype, op, category, sources, vjp)
 
 
 def fresh(shape, dtype, what, register=True):
@@ -118,26 +182,107 @@ def _bool_array(array):
     return array
 
 
-def binary(op, a, b, fn, out_dtype=None):
+def binary(op, a, b, fn, out_dtype=None, vjp=None):
+    """An elementwise op; `vjp(g, A, B)` gives the gradients before the
+    broadcasting of A and B is undone."""
     dtype = out_dtype or _result_dtype(a, b)
-    return record(fn(_raw(a), _raw(b)), dtype, op, "elementwise", (a, b))
+    A, B = _raw(a), _raw(b)
+    result = fn(A, B)
+    # Saved for backward as they are now: a later in-place write must not
+    # change the gradient (PyTorch refuses such graphs; we keep the values).
+    A, B = _saved(A), _saved(B)
+
+    def grads(g):
+        ga, gb = vjp(np.asarray(g[0], dtype=object), A, B)
+        return [None if ga is None else _unbroadcast(ga, np.shape(A)),
+                None if gb is None else _unbroadcast(gb, np.shape(B))]
+
+    return record(result, dtype, op, "elementwise", (a, b),
+                  grads if vjp else None)
+
+
+def _saved(x):
+    return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+
+
+def _vjp_add(g, A, B):
+    return g, g
+
+
+def _vjp_sub(g, A, B):
+    return g, -g
+
+
+def _vjp_mul(g, A, B):
+    return g * B, g * A
+
+
+def _vjp_div(g, A, B):
+    B = np.asarray(B, dtype=object)
+    return g / B, -g * A / (B * B)
+
+
+# numpy's own comparisons of object arrays ask each result for a Python bool,
+# which a symbolic comparison cannot give; these keep the comparison terms.
+_LESS = np.frompyfunc(operator.lt, 2, 1)
+_LESS_EQUAL = np.frompyfunc(operator.le, 2, 1)
+_GREATER = np.frompyfunc(operator.gt, 2, 1)
+_GREATER_EQUAL = np.frompyfunc(operator.ge, 2, 1)
+_SYMBOLIC_COMPARISON = {np.less: _LESS, np.less_equal: _LESS_EQUAL,
+                        np.greater: _GREATER, np.greater_equal: _GREATER_EQUAL}
 
 
 def compare(op, a, b, fn):
-    return record(_bool_array(np.asarray(fn(_raw(a), _raw(b)))), _dtypes.bool,
+    A, B = _raw(a), _raw(b)
+    if np.asarray(A).dtype == object or np.asarray(B).dtype == object:
+        fn = _SYMBOLIC_COMPARISON.get(fn, fn)
+    return record(_bool_array(np.asarray(fn(A, B))), _dtypes.bool,
                   op, "elementwise", (a, b))
 
 
 _FN_CACHE = {}
 
 
-def apply_fn(name, x, op=None, category="activation"):
+def _fn(name):
     f = _FN_CACHE.get(name)
     if f is None:
         f = _FN_CACHE[name] = np.frompyfunc(lambda v: _sp.apply(name, v), 1, 1)
+    return f
+
+
+def _positive(A):
+    return np.asarray(_where_array(_LESS(0, np.asarray(A, dtype=object)), 1, 0),
+                      dtype=object)
+
+
+# d/dx of each function, from its argument A and its value Y.
+_DERIVATIVES = {
+    "exp": lambda A, Y: Y,
+    "log": lambda A, Y: 1 / A,
+    "tanh": lambda A, Y: 1 - Y * Y,
+    "sigmoid": lambda A, Y: Y * (1 - Y),
+    "sqrt": lambda A, Y: 0.5 / Y,
+    "rsqrt": lambda A, Y: -0.5 * Y * Y * Y,
+    "sin": lambda A, Y: _fn("cos")(A),
+    "cos": lambda A, Y: -_fn("sin")(A),
+    "gelu": lambda A, Y: _fn("gelu_grad")(A),
+    "gelu_tanh": lambda A, Y: _fn("gelu_tanh_grad")(A),
+    "silu": lambda A, Y: _fn("sigmoid")(A) * (1 + A * (1 - _fn("sigmoid")(A))),
+    "relu": lambda A, Y: _positive(A),
+    "erf": lambda A, Y: (2 / math.sqrt(math.pi)) * _fn("exp")(-(A * A)),
+}
+
+
+def apply_fn(name, x, op=None, category="activation"):
     dtype = x.dtype if x.dtype.is_floating_point else _dtypes.default_float()
-    return record(np.asarray(f(x._a), dtype=object), dtype, op or name,
-                  category, (x,))
+    A = _saved(x._a)
+    Y = np.asarray(_fn(name)(A), dtype=object)
+
+    def vjp(g):
+        return [np.asarray(g[0], dtype=object) * _DERIVATIVES[name](A, Y)]
+
+    return record(Y, dtype, op or name, category, (x,),
+                  vjp if name in _DERIVATIVES else None)
 
 
 def _where_array(c, a, b):
@@ -252,7 +397,9 @@ class Tensor:
         if dtype is None:
             return "torch.cuda.FloatTensor"
         if dtype.is_floating_point:
-            array = self._a.astype(object)
+            return record(self._a.astype(object), dtype, "to", "elementwise",
+                          (self,), lambda g: [g[0]] if self.dtype.is_floating_point
+                          else [None])
         elif self._a.dtype == object:
             if any(isinstance(v, _sp.Term) and not v.is_const
                    for v in self._a.ravel()):
@@ -283,7 +430,8 @@ class Tensor:
         return Tensor(self._a, self.dtype, self._node)
 
     def clone(self, memory_format=None):
-        return record(self._a.copy(), self.dtype, "clone", "view", (self,))
+        return record(self._a.copy(), self.dtype, "clone", "view", (self,),
+                      lambda g: [g[0]])
 
     def requires_grad_(self, flag=True):
         self.requires_grad = flag
@@ -294,30 +442,30 @@ class Tensor:
 
     # ---- arithmetic -------------------------------------------------------
     def __add__(self, o):
-        return binary("add", self, o, np.add)
+        return binary("add", self, o, np.add, vjp=_vjp_add)
 
     def __radd__(self, o):
-        return binary("add", o, self, np.add)
+        return binary("add", o, self, np.add, vjp=_vjp_add)
 
     def __sub__(self, o):
-        return binary("sub", self, o, np.subtract)
+        return binary("sub", self, o, np.subtract, vjp=_vjp_sub)
 
     def __rsub__(self, o):
-        return binary("sub", o, self, np.subtract)
+        return binary("sub", o, self, np.subtract, vjp=_vjp_sub)
 
     def __mul__(self, o):
-        return binary("mul", self, o, np.multiply)
+        return binary("mul", self, o, np.multiply, vjp=_vjp_mul)
 
     def __rmul__(self, o):
-        return binary("mul", o, self, np.multiply)
+        return binary("mul", o, self, np.multiply, vjp=_vjp_mul)
 
     def __truediv__(self, o):
         return binary("div", self, o, _true_divide,
-                      _result_dtype(self, o, 1.0))
+                      _result_dtype(self, o, 1.0), vjp=_vjp_div)
 
     def __rtruediv__(self, o):
         return binary("div", o, self, _true_divide,
-                      _result_dtype(self, o, 1.0))
+                      _result_dtype(self, o, 1.0), vjp=_vjp_div)
 
     def __floordiv__(self, o):
         return binary("floor_divide", self, o, np.floor_divide)
@@ -326,20 +474,27 @@ class Tensor:
         return binary("remainder", self, o, np.mod)
 
     def __neg__(self):
-        return record(-self._a, self.dtype, "neg", "elementwise", (self,))
+        return record(-self._a, self.dtype, "neg", "elementwise", (self,),
+                      lambda g: [-np.asarray(g[0], dtype=object)])
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return record(np.abs(self._a), self.dtype, "abs", "elementwise", (self,))
+        A = _saved(self._a)
+        return record(np.abs(A), self.dtype, "abs", "elementwise", (self,),
+                      lambda g: [np.asarray(g[0], dtype=object) *
+                                 (2 * _positive(A) - 1)])
 
     abs = __abs__
 
     def __pow__(self, e):
         if isinstance(e, Tensor):
             raise Unsupported("a tensor exponent")
-        return record(self._a ** e, self.dtype, "pow", "elementwise", (self,))
+        A = _saved(self._a)
+        return record(A ** e, self.dtype, "pow", "elementwise", (self,),
+                      lambda g: [np.asarray(g[0], dtype=object) * e *
+                                 np.asarray(A, dtype=object) ** (e - 1)])
 
     pow = __pow__
 
@@ -430,16 +585,30 @@ class Tensor:
     clip = clamp
 
     # ---- reductions ---------------------------------------------------------
-    def _reduce(self, op, fn, dim, keepdim, dtype=None):
-        axis = None if dim is None else (
-            tuple(_dim(d, self.ndim) for d in dim) if isinstance(dim, (tuple, list))
-            else _dim(dim, self.ndim))
-        out = fn(self._a, axis=axis, keepdims=keepdim)
+    def _axes(self, dim):
+        if dim is None:
+            return None
+        if isinstance(dim, (tuple, list)):
+            return tuple(_dim(d, self.ndim) for d in dim)
+        return _dim(dim, self.ndim)
+
+    def _reduce(self, op, fn, dim, keepdim, dtype=None, vjp=None):
+        out = fn(self._a, axis=self._axes(dim), keepdims=keepdim)
         return record(np.asarray(out, dtype=(dtype or self.dtype).numpy),
-                      dtype or self.dtype, op, "reduction", (self,))
+                      dtype or self.dtype, op, "reduction", (self,), vjp)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        return self._reduce("sum", np.sum, dim, keepdim, dtype)
+        axes, shape = self._axes(dim), self._a.shape
+
+        def vjp(g):
+            g = np.asarray(g[0], dtype=object)
+            if not keepdim and axes is not None:
+                g = np.expand_dims(g, axes)
+            elif not keepdim:
+                g = g.reshape((1,) * len(shape))
+            return [np.array(np.broadcast_to(g, shape))]
+
+        return self._reduce("sum", np.sum, dim, keepdim, dtype, vjp)
 
     def mean(self, dim=None, keepdim=False, dtype=None):
         total = self.sum(dim, keepdim, dtype)
@@ -480,17 +649,24 @@ class Tensor:
         return F.log_softmax(self, dim)
 
     # ---- views and shapes ------------------------------------------------------
-    def _view(self, op, array):
-        return record(array, self.dtype, op, "view", (self,))
+    def _view(self, op, fn):
+        """A view op given as a function of the array: differentiable, and
+        the result shares storage with self where numpy's does."""
+        out = _movement(op, "view", fn, (self,))
+        if np.shares_memory(out._a, self._a):
+            base = getattr(self, "_base", None)
+            out._base = self if base is None else base
+        return out
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], _dtypes.dtype):
             return self
         shape = _shape_args(shape)
-        return self._view("view", self._a.reshape(shape))
+        return self._view("view", lambda a: a.reshape(shape))
 
     def reshape(self, *shape):
-        return self._view("reshape", self._a.reshape(_shape_args(shape)))
+        shape = _shape_args(shape)
+        return self._view("reshape", lambda a: a.reshape(shape))
 
     def view_as(self, other):
         return self.view(other.shape)
@@ -503,34 +679,34 @@ class Tensor:
         if self.ndim == 0:
             return self.reshape(1)
         new = s[:a] + [math.prod(s[a:b + 1])] + s[b + 1:]
-        return self._view("flatten", self._a.reshape(new))
+        return self._view("flatten", lambda x: x.reshape(new))
 
     def transpose(self, d0, d1):
-        return self._view("transpose", np.swapaxes(self._a, _dim(d0, self.ndim),
-                                                   _dim(d1, self.ndim)))
+        d0, d1 = _dim(d0, self.ndim), _dim(d1, self.ndim)
+        return self._view("transpose", lambda a: np.swapaxes(a, d0, d1))
 
     swapaxes = transpose
 
     def t(self):
         return self if self.ndim < 2 else self.transpose(0, 1)
 
-    T = property(lambda self: self._view("permute", self._a.T))
+    T = property(lambda self: self._view("permute", lambda a: a.T))
 
     def permute(self, *dims):
-        dims = _shape_args(dims)
-        return self._view("permute", np.transpose(
-            self._a, [_dim(d, self.ndim) for d in dims]))
+        dims = [_dim(d, self.ndim) for d in _shape_args(dims)]
+        return self._view("permute", lambda a: np.transpose(a, dims))
 
     def unsqueeze(self, d):
-        return self._view("unsqueeze", np.expand_dims(self._a, _dim(d, self.ndim + 1)))
+        d = _dim(d, self.ndim + 1)
+        return self._view("unsqueeze", lambda a: np.expand_dims(a, d))
 
     def squeeze(self, d=None):
         if d is None:
-            return self._view("squeeze", np.squeeze(self._a))
+            return self._view("squeeze", np.squeeze)
         d = _dim(d, self.ndim)
         if self._a.shape[d] != 1:
             return self
-        return self._view("squeeze", np.squeeze(self._a, d))
+        return self._view("squeeze", lambda a: np.squeeze(a, d))
 
     def expand(self, *shape):
         shape = list(_shape_args(shape))
@@ -538,18 +714,20 @@ class Tensor:
         for i, s in enumerate(shape):
             if s == -1:
                 shape[i] = self._a.shape[i - lead]
-        return self._view("expand", np.broadcast_to(self._a, shape))
+        return self._view("expand", lambda a: np.broadcast_to(a, shape))
 
     def expand_as(self, other):
         return self.expand(other.shape)
 
     def repeat(self, *reps):
-        return self._view("repeat", np.tile(self._a, _shape_args(reps)))
+        reps = _shape_args(reps)
+        return self._view("repeat", lambda a: np.tile(a, reps))
 
     def narrow(self, dim, start, length):
         index = [slice(None)] * self.ndim
         index[_dim(dim, self.ndim)] = slice(start, start + length)
-        return self._view("narrow", self._a[tuple(index)])
+        index = tuple(index)
+        return self._view("narrow", lambda a: a[index])
 
     def split(self, split_size, dim=0):
         return split(self, split_size, dim)
@@ -564,62 +742,97 @@ class Tensor:
     def select(self, dim, index):
         key = [slice(None)] * self.ndim
         key[_dim(dim, self.ndim)] = index
-        return self._view("select", self._a[tuple(key)])
+        key = tuple(key)
+        return self._view("select", lambda a: a[key])
 
     def __getitem__(self, key):
-        return record(self._a[_index(key)], self.dtype, "index", "view", (self,))
+        key = _index(key)
+        return self._view("index", lambda a: a[key])
 
     def __setitem__(self, key, value):
         array = _raw(value)
-        if array is not None and isinstance(array, np.ndarray) and \
-                array.dtype == object and self._a.dtype != object:
+        if isinstance(array, np.ndarray) and array.dtype == object and \
+                self._a.dtype != object:
             raise Unsupported("writing symbolic values into an integer tensor")
-        self._a[_index(key)] = array
-        self._inplace("index_put", value)
+        key = _index(key)
+
+        def put(old, new):
+            out = np.array(old, copy=True)
+            out[key] = new
+            return out
+
+        self._overwrite(_movement("index_put", "elementwise", put, (self._old(), value)))
 
     # ---- in place --------------------------------------------------------------
-    def _inplace(self, op, *inputs):
-        """The array already holds the new values (and so does every view of
-        the same storage); record the new node for this tensor."""
-        t = record(self._a, self.dtype, op, "elementwise", (self,) + inputs)
-        self._node = t._node
+    # An in-place op is its out-of-place twin computed from a snapshot of the
+    # old value, written back into this tensor's storage (so every view sees
+    # it) and taking over its IR node and autograd history.
+    def _old(self):
+        if getattr(self, "_base", None) is not None and self._base.requires_grad \
+                and _autograd.GradMode.enabled:
+            raise Unsupported("an in-place write into a view of a tensor that "
+                              "requires grad")
+        old = Tensor(self._a.copy(), self.dtype, self._node, self.requires_grad)
+        old.grad_fn = self.grad_fn
+        old._output_nr = getattr(self, "_output_nr", 0)
+        return old
+
+    def _overwrite(self, result):
+        self._a[...] = result._a
+        self._node = result._node
+        self.requires_grad = result.requires_grad
+        self.grad_fn = result.grad_fn
+        self._output_nr = getattr(result, "_output_nr", 0)
         return self
 
-    def _assign(self, op, array, *inputs):
-        self._a[...] = array
-        return self._inplace(op, *inputs)
+    def _inplace(self, op, *inputs):
+        """Records the current storage as a new value of this tensor (used
+        after a write autograd does not see, such as a collective)."""
+        self._node = record(self._a, self.dtype, op, "elementwise", (self,) + inputs)._node
+        return self
 
     def copy_(self, src, non_blocking=False):
-        return self._assign("copy_", np.broadcast_to(_raw(src), self._a.shape), src)
+        shape = self._a.shape
+        return self._overwrite(_movement(
+            "copy_", "elementwise", lambda old, new: np.array(np.broadcast_to(new, shape)),
+            (self._old(), src)))
 
     def add_(self, o, alpha=1):
-        return self._assign("add_", self._a + _raw(o) * alpha, o)
+        return self._overwrite(self._old() + (o * alpha if alpha != 1 else o))
 
     def sub_(self, o, alpha=1):
-        return self._assign("sub_", self._a - _raw(o) * alpha, o)
+        return self._overwrite(self._old() - (o * alpha if alpha != 1 else o))
 
     def mul_(self, o):
-        return self._assign("mul_", self._a * _raw(o), o)
+        return self._overwrite(self._old() * o)
 
     def div_(self, o):
-        return self._assign("div_", _true_divide(self._a, _raw(o)), o)
-
-    def zero_(self):
-        return self._assign("zero_", 0.0 if self.dtype.is_floating_point else 0)
+        return self._overwrite(self._old() / o)
 
     def fill_(self, v):
-        return self._assign("fill_", _raw(v))
+        return self._overwrite(_movement(
+            "fill_", "elementwise", lambda old, value: np.full(old.shape, value, dtype=old.dtype),
+            (self._old(), v), differentiable=()))
+
+    def zero_(self):
+        return self.fill_(0.0 if self.dtype.is_floating_point else 0)
 
     def masked_fill_(self, mask, value):
-        self._a[_index(mask) if mask._a.dtype != object else ...] = \
-            _where_array(np.broadcast_to(mask._a, self._a.shape), _raw(value), self._a) \
-            if mask._a.dtype == object else _raw(value)
-        return self._inplace("masked_fill_", mask)
+        return self._overwrite(self._old().masked_fill(mask, value))
 
     def masked_fill(self, mask, value):
-        return record(_where_array(np.broadcast_to(mask._a, self._a.shape),
-                                   _raw(value), self._a),
-                      self.dtype, "masked_fill", "elementwise", (self, mask))
+        if mask._a.dtype != object:  # a concrete mask moves data
+            m = np.broadcast_to(mask._a, self._a.shape)
+
+            def fill(a, v):
+                out = np.array(a, copy=True)
+                out[m] = v
+                return out
+
+            return _movement("masked_fill", "elementwise", fill, (self, value),
+                             differentiable=(self,) + ((value,) if isinstance(value, Tensor) else ()))
+        from . import where
+        return where(mask, value, self)
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         return self._reinit()
@@ -632,14 +845,32 @@ class Tensor:
         if not isinstance(self, Parameter):
             self._a[...] = fresh(self.shape, self.dtype, "init")._a
             self._inplace("init")
+            self.grad_fn = None  # a fresh leaf
         return self
 
-    # autograd of the stand-in lands with the frontend issue; say so plainly.
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        raise Unsupported("backward() (gradient obligations are not modelled yet)")
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 inputs=None):
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and "
+                               "does not have a grad_fn")
+        if gradient is None:
+            if self.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for "
+                                   "scalar outputs")
+            from . import ones_like
+            gradient = ones_like(self)
+        _autograd.backward(self, gradient)
 
     def register_hook(self, hook):
-        return None
+        self.__dict__.setdefault("_grad_hooks", []).append(hook)
+        return _RemovableHook(self._grad_hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        self.__dict__.setdefault("_post_accumulate_hooks", []).append(hook)
+        return _RemovableHook(self._post_accumulate_hooks, hook)
+
+    def retain_grad(self):
+        pass
 
     def new_zeros(self, *shape, dtype=None, **k):
         from . import zeros
@@ -656,6 +887,15 @@ class Tensor:
     def new_tensor(self, data, dtype=None, **k):
         from . import tensor
         return tensor(data, dtype=dtype or self.dtype)
+
+
+class _RemovableHook:
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
 
 
 def _equal(a, b):
@@ -710,16 +950,31 @@ def minimum_scalar(x, y):
     return x if x <= y else y
 
 
+def _share_of_first(x, y):
+    """How much of the gradient of max(x, y) goes to x: 1, 0, or half on a tie."""
+    return _sp.where(y < x, 1, _sp.where(x < y, 0, 0.5))
+
+
+def _vjp_maximum(g, A, B):
+    w = np.asarray(np.frompyfunc(_share_of_first, 2, 1)(A, B), dtype=object)
+    return g * w, g * (1 - w)
+
+
+def _vjp_minimum(g, A, B):
+    w = np.asarray(np.frompyfunc(_share_of_first, 2, 1)(B, A), dtype=object)
+    return g * w, g * (1 - w)
+
+
 def maximum(a, b):
     f = np.frompyfunc(maximum_scalar, 2, 1)
-    return record(np.asarray(f(_raw(a), _raw(b)), dtype=object),
-                  _result_dtype(a, b), "maximum", "elementwise", (a, b))
+    return binary("maximum", a, b, lambda x, y: np.asarray(f(x, y), dtype=object),
+                  vjp=_vjp_maximum)
 
 
 def minimum(a, b):
     f = np.frompyfunc(minimum_scalar, 2, 1)
-    return record(np.asarray(f(_raw(a), _raw(b)), dtype=object),
-                  _result_dtype(a, b), "minimum", "elementwise", (a, b))
+    return binary("minimum", a, b, lambda x, y: np.asarray(f(x, y), dtype=object),
+                  vjp=_vjp_minimum)
 
 
 def _shape_args(shape):
@@ -732,7 +987,26 @@ def matmul(a, b):
     x, y = _raw(a), _raw(b)
     if x.dtype == object or y.dtype == object:
         x, y = np.asarray(x, dtype=object), np.asarray(y, dtype=object)
-    return record(np.matmul(x, y), _result_dtype(a, b), "matmul", "matmul", (a, b))
+    out = np.matmul(x, y)
+    X, Y = _saved(x), _saved(y)
+
+    def vjp(grads):
+        g = np.asarray(grads[0], dtype=object)
+        Xm = X if X.ndim > 1 else X[None, :]
+        Ym = Y if Y.ndim > 1 else Y[:, None]
+        if X.ndim == 1:
+            g = np.expand_dims(g, -2)
+        if Y.ndim == 1:
+            g = np.expand_dims(g, -1)
+        gx = np.matmul(g, np.swapaxes(Ym, -1, -2).astype(object))
+        gy = np.matmul(np.swapaxes(Xm, -1, -2).astype(object), g)
+        if X.ndim == 1:
+            gx = gx[..., 0, :]
+        if Y.ndim == 1:
+            gy = gy[..., :, 0]
+        return [_unbroadcast(gx, X.shape), _unbroadcast(gy, Y.shape)]
+
+    return record(out, _result_dtype(a, b), "matmul", "matmul", (a, b), vjp)
 
 
 def split(t, split_size, dim=0):

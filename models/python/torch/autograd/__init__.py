@@ -1,6 +1,7 @@
 """torch.autograd: custom Functions run their real forward; their outputs are
 recorded as Custom nodes so their backward can be replayed once gradients are
 modelled."""
+from .. import _autograd, _tracing
 from .._tensor import Tensor, record
 
 
@@ -28,21 +29,31 @@ class Function:
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
-            isinstance(a, Tensor) and a.dtype.is_floating_point for a in args)
-        out = cls.forward(ctx, *args, **kwargs)
+            isinstance(a, Tensor) and a.requires_grad for a in args)
+        with _autograd._no_grad():  # forward's own ops are not differentiated
+            out = cls.forward(ctx, *args, **kwargs)
+        outputs = out if isinstance(out, tuple) else (out,)
         name = "custom:" + cls.__name__
         inputs = tuple(a for a in args if isinstance(a, Tensor))
+        wrapped = [record(o._a, o.dtype, name, "custom", (o,) + inputs)
+                   if isinstance(o, Tensor) else o for o in outputs]
+        if _autograd.requires_grad(args):
+            loc = _tracing.location()
 
-        def wrap(o):
-            if not isinstance(o, Tensor):
-                return o
-            t = record(o._a, o.dtype, name, "custom", (o,) + inputs)
-            t._custom = (cls, ctx)
-            return t
+            def vjp(grads):
+                grads = [g if g is not None or not ctx.materialize_grads else
+                         _zeros_like(o) for g, o in zip(grads, wrapped)]
+                result = cls.backward(ctx, *grads)
+                result = result if isinstance(result, tuple) else (result,)
+                # backward returns one gradient per forward argument
+                return list(result) + [None] * (len(args) - len(result))
 
-        if isinstance(out, tuple):
-            return tuple(wrap(o) for o in out)
-        return wrap(out)
+            node = _autograd.GradNode(name, vjp, args, loc, len(wrapped),
+                                      takes_tensors=True)
+            for nr, o in enumerate(wrapped):
+                if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                    o.requires_grad, o.grad_fn, o._output_nr = True, node, nr
+        return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -51,6 +62,19 @@ class Function:
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError
+
+
+def _zeros_like(t):
+    from .. import zeros_like
+    return zeros_like(t) if isinstance(t, Tensor) else None
+
+
+def backward(tensors, grad_tensors=None, **kwargs):
+    tensors = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
+    grads = grad_tensors if isinstance(grad_tensors, (tuple, list)) else \
+        (grad_tensors,) * len(tensors)
+    for t, g in zip(tensors, grads):
+        t.backward(g)
 
 
 def grad(*a, **k):

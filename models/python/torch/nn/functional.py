@@ -1,12 +1,11 @@
 """torch.nn.functional over the stand-in tensor."""
 import numpy as np
 
-from .._tensor import Tensor, apply_fn, matmul, record, _index
+from .._tensor import Tensor, apply_fn, matmul, relabel, _index, _movement
 
 
 def linear(x, weight, bias=None):
-    out = matmul(x, weight.t())
-    out = record(out._a, out.dtype, "linear", "matmul", (x, weight))
+    out = relabel(matmul(x, weight.t()), "linear", "matmul", (x, weight))
     return out if bias is None else out + bias
 
 
@@ -39,19 +38,18 @@ def softmax(x, dim=-1, dtype=None, _stacklevel=3):
     # exp(x - max) / sum equals exp(x) / sum over the reals: the shift is a
     # floating-point device, not part of the meaning.
     e, total = _softmax_parts(x, dim)
-    out = e / total
-    return record(out._a, out.dtype, "softmax", "softmax", (x,))
+    return relabel(e / total, "softmax", "softmax", (x,))
 
 
 def log_softmax(x, dim=-1, dtype=None, _stacklevel=3):
     _, total = _softmax_parts(x, dim)
-    out = x - total.log()
-    return record(out._a, out.dtype, "log_softmax", "softmax", (x,))
+    return relabel(x - total.log(), "log_softmax", "softmax", (x,))
 
 
 def embedding(ids, weight, padding_idx=None, max_norm=None, **kwargs):
-    return record(weight._a[_index(ids)], weight.dtype, "embedding", "index",
-                  (ids, weight))
+    key = _index(ids)
+    return _movement("embedding", "index", lambda i, w: w[key], (ids, weight),
+                     differentiable=(weight,), indices=(ids,))
 
 
 def dropout(x, p=0.5, training=True, inplace=False):
@@ -70,15 +68,16 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         out = out * weight
     if bias is not None:
         out = out + bias
-    return record(out._a, out.dtype, "layer_norm", "elementwise", (x,))
+    return relabel(out, "layer_norm", "elementwise", (x,))
 
 
 def pad(x, pad, mode="constant", value=0.0):
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
         widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return record(np.pad(x._a, widths, constant_values=value), x.dtype, "pad",
-                  "view", (x,))
+    return _movement("pad", "view",
+                     lambda a, c: np.pad(a, widths, constant_values=c), (x, value),
+                     differentiable=(x,))
 
 
 __all__ = ["linear", "gelu", "relu", "silu", "tanh", "sigmoid", "softmax",

@@ -1,0 +1,71 @@
+"""Op cases checked against real PyTorch. Each case: input shapes and a
+function of the inputs written against the torch API; it runs under Debian's
+python3-torch (torch_reference.py) and under shardproof's stand-in
+(standin_check.py), and the outputs and input gradients must agree."""
+import torch
+import torch.nn.functional as F
+
+CASES = {
+    "add_broadcast": ([(2, 3), (3,)], lambda x, y: x + y),
+    "sub_scalar": ([(2, 3)], lambda x: 1.5 - x),
+    "mul": ([(2, 3), (2, 3)], lambda x, y: x * y),
+    "div": ([(2, 3), (2, 3)], lambda x, y: x / (y * y + 1)),
+    "neg_pow": ([(3,)], lambda x: -(x ** 3)),
+    "abs": ([(4,)], lambda x: x.abs()),
+    "matmul_2d": ([(2, 3), (3, 4)], lambda x, y: x @ y),
+    "matmul_batched": ([(2, 2, 3), (3, 2)], torch.matmul),
+    "matmul_vector": ([(3,), (3, 2)], torch.matmul),
+    "bmm": ([(2, 2, 3), (2, 3, 2)], torch.bmm),
+    "linear_bias": ([(2, 3), (4, 3), (4,)], F.linear),
+    "sum_dim": ([(2, 3, 2)], lambda x: x.sum(dim=1)),
+    "sum_keepdim": ([(2, 3)], lambda x: x.sum(-1, keepdim=True) * x),
+    "mean": ([(2, 4)], lambda x: x.mean(dim=0)),
+    "var": ([(2, 4)], lambda x: x.var(dim=-1, unbiased=False)),
+    "gelu": ([(5,)], F.gelu),
+    "gelu_tanh": ([(5,)], lambda x: F.gelu(x, approximate="tanh")),
+    "tanh": ([(5,)], torch.tanh),
+    "exp_log": ([(5,)], lambda x: torch.log(torch.exp(x) + 1)),
+    "sigmoid_silu": ([(5,)], lambda x: torch.sigmoid(x) + F.silu(x)),
+    "relu": ([(6,)], F.relu),
+    "sqrt_rsqrt": ([(4,)], lambda x: torch.sqrt(x * x + 1) + torch.rsqrt(x * x + 2)),
+    "softmax": ([(2, 4)], lambda x: F.softmax(x, dim=-1)),
+    "log_softmax": ([(2, 4)], lambda x: F.log_softmax(x, dim=1)),
+    "layer_norm": ([(2, 4), (4,), (4,)],
+                   lambda x, w, b: F.layer_norm(x, (4,), w, b, 1e-5)),
+    "view_transpose": ([(2, 3, 4)], lambda x: x.view(6, 4).t().reshape(2, 12)),
+    "permute": ([(2, 3, 4)], lambda x: x.permute(2, 0, 1) * 2),
+    "unsqueeze_expand": ([(3,)], lambda x: x.unsqueeze(0).expand(2, 3) * torch.arange(2.0).unsqueeze(1)),
+    "narrow_select": ([(4, 3)], lambda x: x.narrow(0, 1, 2) + x.select(1, 0).unsqueeze(0).t()[1:3]),
+    "split_chunk_cat": ([(4, 6)], lambda x: torch.cat(x.chunk(3, dim=1)[::-1], dim=1) - torch.cat(x.split([1, 3], dim=0), dim=0)),
+    "stack": ([(2, 3), (2, 3)], lambda x, y: torch.stack([x, y * 2], dim=1)),
+    "getitem_advanced": ([(4, 3)], lambda x: x[torch.tensor([2, 0, 2])] * x[1:3, [0, 2]].sum()),
+    "embedding": ([(5, 2)], lambda w: F.embedding(torch.tensor([[1, 4], [1, 0]]), w)),
+    "setitem": ([(3, 4), (4,)], lambda x, v: _put(x, v)),
+    "masked_fill": ([(2, 3)], lambda x: (x * 1.0).masked_fill(torch.tensor([[True, False, True], [False, False, True]]), 0.5)),
+    "where": ([(2, 3), (2, 3)], lambda x, y: torch.where(torch.tensor([[True, False, True], [False, True, False]]), x, y)),
+    "maximum_minimum": ([(4,), (4,)], lambda x, y: torch.maximum(x, y) - torch.minimum(x, 2 * y)),
+    "clamp": ([(5,)], lambda x: x.clamp(min=-0.5, max=0.5)),
+    "inplace_add_mul": ([(2, 3), (2, 3)], lambda x, y: _inplace(x, y)),
+    "repeat": ([(2, 2)], lambda x: x.repeat(2, 3)),
+    "flatten": ([(2, 2, 3)], lambda x: x.flatten(1) * 3),
+    "pad": ([(2, 3)], lambda x: F.pad(x, (1, 2), value=0.25)),
+    "einsum": ([(2, 3), (3, 4)], lambda x, y: torch.einsum("ij,jk->ik", x, y)),
+    "baddbmm": ([(2, 2, 2), (2, 2, 3), (2, 3, 2)],
+                lambda i, a, b: torch.baddbmm(i, a, b, beta=0.5, alpha=2.0)),
+}
+
+
+def _put(x, v):
+    y = x * 1.0
+    y[1] = v
+    y[0, 2] = 7.0
+    return y
+
+
+def _inplace(x, y):
+    z = x + 0.0
+    z.add_(y)
+    z.mul_(y)
+    z.sub_(1.0)
+    z.div_(2.0)
+    return z

@@ -1,0 +1,66 @@
+"""Runs every case of cases.py on shardproof's stand-in torch with symbolic
+inputs (inside the embedded interpreter), evaluates the resulting terms at the
+inputs real PyTorch used, and compares outputs and gradients."""
+import json
+import math
+import os
+import sys
+
+import _shardproof as _sp
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import CASES  # noqa: E402
+
+
+def close(a, b):
+    return all(math.isclose(x, y, rel_tol=1e-7, abs_tol=1e-9) for x, y in zip(a, b)) \
+        and len(a) == len(b)
+
+
+def check(name, shapes, fn, ref):
+    inputs = [torch.randn(*s).requires_grad_() for s in shapes]
+    out = fn(*inputs)
+    cot = torch.tensor(ref["cotangent"]).reshape(ref["cotangent_shape"])
+    (out * cot).sum().backward()
+    variables = [t for x in inputs for t in x._a.ravel().tolist()]
+    values = [v for vals in ref["inputs"] for v in vals]
+
+    def value(terms):
+        return _sp.evaluate(list(terms), variables, values)
+
+    problems = []
+    if list(out.shape) != ref["cotangent_shape"]:
+        problems.append(f"output shape {list(out.shape)} != {ref['cotangent_shape']}")
+    elif not close(value(out._a.ravel().tolist()), ref["output"]):
+        problems.append("output values differ")
+    for k, (x, want) in enumerate(zip(inputs, ref["grads"])):
+        got = value(x.grad._a.ravel().tolist()) if x.grad is not None else [0.0] * len(want)
+        if not close(got, want):
+            problems.append(f"gradient of input {k} differs: {got[:4]} vs {want[:4]}")
+    return problems
+
+
+def main(ref_path):
+    with open(ref_path) as f:
+        reference = json.load(f)
+    passed = failed = 0
+    for name, (shapes, fn) in CASES.items():
+        try:
+            problems = check(name, shapes, fn, reference[name])
+        except Exception as e:  # a case the stand-in cannot run is a failure
+            import traceback
+            problems = [f"{type(e).__name__}: {e} at " + " < ".join(
+                f"{os.path.basename(fr.filename)}:{fr.lineno}"
+                for fr in reversed(traceback.extract_tb(e.__traceback__)[-3:]))]
+        if problems:
+            failed += 1
+            print(f"FAIL {name}: " + "; ".join(problems), flush=True)
+        else:
+            passed += 1
+    print(f"{passed} passed, {failed} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
