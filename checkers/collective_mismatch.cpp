@@ -1,7 +1,7 @@
 // SP003 collective-mismatch and SP004 unmatched-parameter: problems the linker
 // found while putting the ranks together.
 #include "checkers/check.h"
-#include "checkers/forward_equivalence.h"
+#include "checkers/equivalence_checks.h"
 
 namespace shardproof::checkers {
 
@@ -38,6 +38,7 @@ std::vector<std::unique_ptr<Check>> make_checks() {
   checks.push_back(std::make_unique<CollectiveMismatchCheck>());
   checks.push_back(std::make_unique<UnmatchedParameterCheck>());
   checks.push_back(make_forward_equivalence_check());
+  checks.push_back(make_gradient_equivalence_check());
   return checks;
 }
 

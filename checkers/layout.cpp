@@ -16,9 +16,12 @@ std::string Layout::str() const {
   case Kind::Replicated:
     return "replicated";
   case Kind::Sharded:
-    return fmt::format("sharded along dim {}", dim);
+    return stride == 1 ? fmt::format("sharded along dim {}", dim)
+                       : fmt::format("sharded along dim {} with stride {}", dim, stride);
   case Kind::Scaled:
-    return fmt::format("the reference times {} on every rank", factor.get_str());
+    return dim < 0 ? fmt::format("the reference times {} on every rank", factor.get_str())
+                   : fmt::format("the rank's shard of the reference (dim {}) times {}",
+                                 dim, factor.get_str());
   case Kind::PartialSum:
     return "a partial sum over ranks";
   case Kind::None:
@@ -40,6 +43,7 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     }
     return out;
   }
+  std::size_t sharded_from = out.size();
   const auto &ref = value.reference_shape;
   for (std::size_t d = 0; d < ref.size(); ++d) {
     bool fits = true;
@@ -54,6 +58,8 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     if (fits)
       out.push_back({Layout::Kind::Sharded, static_cast<int>(d)});
   }
+  for (std::size_t i = sharded_from, n = out.size(); i < n; ++i)
+    out.push_back({Layout::Kind::Scaled, out[i].dim});
   return out;
 }
 
@@ -68,23 +74,28 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
                                Layout layout) {
   LayoutEquation eq;
   switch (layout.kind) {
-  case Layout::Kind::Replicated:
   case Layout::Kind::Scaled: {
-    TermId factor = store.constant(layout.kind == Layout::Kind::Scaled ? layout.factor
-                                                                       : mpq_class(1));
+    Layout base = layout;
+    base.kind = layout.dim < 0 ? Layout::Kind::Replicated : Layout::Kind::Sharded;
+    eq = layout_equation(store, value, base);
+    TermId factor = store.constant(layout.factor);
+    for (TermId &rhs : eq.rhs)
+      rhs = store.mul(factor, rhs);
+    break;
+  }
+  case Layout::Kind::Replicated:
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.reference.size(); ++i) {
         eq.lhs.push_back(value.ranks[r][i]);
-        eq.rhs.push_back(store.mul(factor, value.reference[i]));
+        eq.rhs.push_back(value.reference[i]);
         eq.rows.push_back({r, i, i});
       }
     break;
-  }
   case Layout::Kind::Sharded:
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
         std::size_t ref = frontend::shard_to_reference_index(
-            value.rank_shapes[r], layout.dim, 1, r, value.world(), i);
+            value.rank_shapes[r], layout.dim, layout.stride, r, value.world(), i);
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference[ref]);
         eq.rows.push_back({r, i, ref});
@@ -119,14 +130,17 @@ std::optional<mpq_class> small_fraction(double value) {
 }
 
 namespace {
-// The constant c with rank_r[i] = c * reference[i], read off the first
-// element whose reference value is clearly nonzero; verified by the caller.
-std::optional<mpq_class> measure_factor(const terms::TermStore &store,
-                                        const DistributedValue &value) {
+// The constant c with rank value = c * (what `base` says it should be), read
+// off the first element whose expected value is clearly nonzero; verified by
+// the caller.
+std::optional<mpq_class> measure_factor(terms::TermStore &store,
+                                        const DistributedValue &value, Layout base) {
+  base.kind = base.dim < 0 ? Layout::Kind::Replicated : Layout::Kind::Sharded;
+  LayoutEquation eq = layout_equation(store, value, base);
   terms::DoubleEvaluator eval(
       store, [](TermId v) { return prover::sample_value(0xfac7, 0, v); });
-  for (std::size_t i = 0; i < value.reference.size(); ++i) {
-    auto ref = eval(value.reference[i]), got = eval(value.ranks[0][i]);
+  for (std::size_t i = 0; i < eq.lhs.size(); ++i) {
+    auto ref = eval(eq.rhs[i]), got = eval(eq.lhs[i]);
     if (ref && got && std::fabs(*ref) > 1e-6) {
       auto factor = small_fraction(*got / *ref);
       if (factor && *factor != 1)
@@ -142,7 +156,7 @@ Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
                     unsigned points) {
   for (Layout candidate : candidate_layouts(value)) {
     if (candidate.kind == Layout::Kind::Scaled) {
-      auto factor = measure_factor(store, value);
+      auto factor = measure_factor(store, value, candidate);
       if (!factor)
         continue;
       candidate.factor = *factor;

@@ -15,11 +15,13 @@ namespace shardproof::checkers {
 using terms::TermId;
 
 struct Layout {
-  // Scaled: every rank holds the whole value times a constant other than 1
-  // (summed where it should be averaged, or the reverse).
+  // Scaled: every rank holds what a replicated (dim < 0) or sharded layout
+  // would give, times a constant other than 1 (summed where it should be
+  // averaged, or the reverse).
   enum class Kind { Replicated, Sharded, Scaled, PartialSum, None };
   Kind kind = Kind::None;
-  int dim = -1;         // for Sharded
+  int dim = -1;         // for Sharded, and Scaled of a shard
+  int stride = 1;       // Megatron's partition_stride
   mpq_class factor = 1; // for Scaled
   bool acceptable() const { return kind == Kind::Replicated || kind == Kind::Sharded; }
   std::string str() const;

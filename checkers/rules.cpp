@@ -38,6 +38,22 @@ constexpr Rule kRules[] = {
      "differs must carry `partition_dim` (and `partition_stride`) explaining "
      "which shard of the reference parameter it is. Unmatched parameters stay "
      "free variables, so any obligation that depends on them cannot be proved."},
+    {"SP006", "gradient-mismatch", Severity::Error,
+     "A gradient after backward and finalize_grads differs from the reference.",
+     "After the entry's backward pass and its finalize_grads, every parameter's "
+     "gradient must equal the single-device gradient, as the shard the rank "
+     "owns (partition_dim) or whole for a replicated parameter, and every input "
+     "handed to the model whole must get its whole gradient on every rank. The "
+     "report names the parameter or input and the operation whose gradient went "
+     "wrong first."},
+    {"SP007", "replica-divergence", Severity::Error,
+     "A replicated parameter gets different gradients on different ranks.",
+     "A parameter every rank holds whole must receive the same gradient on every "
+     "rank, or the replicas drift apart step by step while the loss still looks "
+     "plausible. The classic cause: weights replicated across tensor-parallel "
+     "ranks under sequence parallelism (layer norms, routers, biases) whose "
+     "gradient is computed from each rank's part of the sequence and never "
+     "all-reduced."},
     {"SP005", "wrong-scaling", Severity::Error,
      "A value equals the reference times a constant on every rank.",
      "The ranks agree with each other but hold the reference multiplied by a "

@@ -416,12 +416,18 @@ PyObject *py_record_collective(PyObject *, PyObject *args) {
 }
 
 PyObject *py_record_output(PyObject *, PyObject *args) {
-  const char *path, *dtype;
+  const char *path, *dtype, *role, *subject;
   unsigned node;
   PyObject *shape, *elems;
-  if (!PyArg_ParseTuple(args, "sIOsO", &path, &node, &shape, &dtype, &elems))
+  if (!PyArg_ParseTuple(args, "sIOsOss", &path, &node, &shape, &dtype, &elems, &role,
+                        &subject))
     return nullptr;
   ir::Output out;
+  std::string_view r = role;
+  out.role = r == "param-grad"   ? ir::Output::Role::ParameterGrad
+             : r == "input-grad" ? ir::Output::Role::InputGrad
+                                 : ir::Output::Role::Forward;
+  out.subject = subject;
   out.path = path;
   out.node = node;
   out.shape = int_list<std::int64_t>(shape);

@@ -95,7 +95,13 @@ struct Leaf {
 };
 
 struct Output {
-  std::string path; // "out", "out[1]", "out['logits']"
+  // Forward outputs of the model; gradients after backward and
+  // finalize_grads, of a parameter (subject: its qualified name) or of an
+  // input (subject: "input<k>").
+  enum class Role { Forward, ParameterGrad, InputGrad };
+  Role role = Role::Forward;
+  std::string subject;
+  std::string path; // "out", "out[1]", "out['logits']", "grad(fc1.weight)"
   NodeId node = 0;
   Shape shape;
   DType dtype = DType::Float32;

@@ -42,10 +42,15 @@ std::set<std::pair<std::string, int>> expectations(const std::string &file) {
   std::set<std::pair<std::string, int>> out;
   std::ifstream in(source_path(file));
   std::string line;
-  std::regex expect("# expect: (SP[0-9]{3})");
-  for (int n = 1; std::getline(in, line); ++n)
-    for (std::sregex_iterator it(line.begin(), line.end(), expect), end; it != end; ++it)
-      out.insert({(*it)[1].str(), n});
+  std::regex rule_id("SP[0-9]{3}");
+  for (int n = 1; std::getline(in, line); ++n) {
+    auto marker = line.find("# expect:"); // "# expect: SP001 SP006"
+    if (marker == std::string::npos)
+      continue;
+    std::string ids = line.substr(marker);
+    for (std::sregex_iterator it(ids.begin(), ids.end(), rule_id), end; it != end; ++it)
+      out.insert({it->str(), n});
+  }
   return out;
 }
 } // namespace

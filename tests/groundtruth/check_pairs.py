@@ -8,9 +8,11 @@ drawn at random, inputs from a fixed seed). Then
   - the correct module at world 2 reconciles with it,
   - the buggy module at world 2 does not (or hangs).
 "Reconciles" means every rank's output equals the reference output, either
-whole or as that rank's chunk along one dimension, like shardproof's layouts.
-Shards of the reference weights are handed to each rank through the same
-partition_dim / partition_stride attributes shardproof reads.
+whole or as that rank's chunk along one dimension, like shardproof's layouts,
+and after the entry's loss, backward and finalize_grads every parameter holds
+its shard of the reference gradient (whole for a replicated one) and every
+input its gradient. Shards of the reference weights are handed to each rank
+through the same partition_dim / partition_stride attributes shardproof reads.
 
 Usage: check_pairs.py FIXTURES_DIR [PAIR ...]
 """
@@ -37,10 +39,23 @@ def _load(path):
 
 
 def _unpack(result):
+    """(model, inputs, loss, finalize_grads), as shardproof reads the entry."""
     if isinstance(result, dict):
-        return result["model"], tuple(result["inputs"])
-    model, inputs = result
-    return model, (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+        inputs = result["inputs"]
+        extra = result.get("loss"), result.get("finalize_grads")
+    else:
+        (_, inputs), extra = result, (None, None)
+    inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    model = result["model"] if isinstance(result, dict) else result[0]
+    return (model, inputs) + extra
+
+
+def _outputs(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    return [t for o in out for t in _outputs(o)] if isinstance(out, (list, tuple)) else []
 
 
 def _shard(full, p, rank, world):
@@ -56,7 +71,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=20))
     torch.manual_seed(1234)
-    model, inputs = _unpack(_load(path).entry())
+    model, inputs, loss_fn, finalize_grads = _unpack(_load(path).entry())
     reference = torch.load(reference_file) if reference_file else None
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -65,17 +80,33 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
             else:
                 full = reference["params"][name]
                 p.copy_(full if full.shape == p.shape else _shard(full, p, rank, world))
-        if reference is not None:
-            inputs = tuple(
-                reference["inputs"][k]
-                if k < len(reference["inputs"]) and isinstance(x, torch.Tensor)
-                and x.shape == reference["inputs"][k].shape else x
-                for k, x in enumerate(inputs))
-        out = model(*inputs)
-    saved = {"out": out}
+    if reference is not None:
+        inputs = tuple(
+            reference["inputs"][k]
+            if k < len(reference["inputs"]) and isinstance(x, torch.Tensor)
+            and x.shape == reference["inputs"][k].shape else x
+            for k, x in enumerate(inputs))
+    # Float inputs become leaves that require grad, as in shardproof.
+    inputs = tuple(x.detach().clone().requires_grad_()
+                   if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                   for x in inputs)
+    out = model(*inputs)
+    loss = loss_fn(out) if loss_fn else sum(t.sum() for t in _outputs(out))
+    loss.backward()
+    if finalize_grads:
+        finalize_grads()
+    saved = {"out": [t.detach() for t in _outputs(out)],
+             "param_grads": {n: None if p.grad is None else p.grad.detach().clone()
+                             for n, p in model.named_parameters()},
+             "param_attrs": {n: (getattr(p, "partition_dim", -1),
+                                 getattr(p, "partition_stride", 1))
+                             for n, p in model.named_parameters()},
+             "input_grads": [x.grad.detach() if isinstance(x, torch.Tensor) and
+                             x.grad is not None else None for x in inputs]}
     if reference is None:
         saved["params"] = {n: p.detach().clone() for n, p in model.named_parameters()}
-        saved["inputs"] = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        saved["inputs"] = [x.detach().clone() if isinstance(x, torch.Tensor) else x
+                           for x in inputs]
     torch.save(saved, out_file)
     dist.barrier()
     dist.destroy_process_group()
@@ -114,7 +145,45 @@ def run(path, world, workdir, reference_file=None):
             p.join()
     if hung or not all(os.path.exists(o) for o in outs):
         return None, outs
-    return [torch.load(o)["out"] for o in outs], outs
+    return [torch.load(o) for o in outs], outs
+
+
+def _close(a, b):
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _shard_of(full, dim, stride, rank, world):
+    pieces = full.chunk(world * stride, dim=dim)
+    return torch.cat([pieces[c * world + rank] for c in range(stride)], dim=dim)
+
+
+def step_reconciles(reference, ranks):
+    """Outputs, parameter gradients and input gradients all agree."""
+    world = len(ranks)
+    for k, ref_out in enumerate(reference["out"]):
+        if not reconciles(ref_out, [r["out"][k] for r in ranks]):
+            return False
+    for name, ref_grad in reference["param_grads"].items():
+        for rank, r in enumerate(ranks):
+            grad = r["param_grads"].get(name)
+            if (grad is None) != (ref_grad is None):
+                return False
+            if grad is None:
+                continue
+            dim, stride = r["param_attrs"][name]
+            want = ref_grad if grad.shape == ref_grad.shape else \
+                _shard_of(ref_grad, dim, stride, rank, world)
+            if not _close(grad, want):
+                return False
+    # Only inputs handed to the model whole (a rank's batch slice is scaled by
+    # its local loss, as data parallelism intends).
+    for k, ref_grad in enumerate(reference["input_grads"]):
+        grads = [r["input_grads"][k] for r in ranks]
+        if ref_grad is not None and all(g is not None and g.shape == ref_grad.shape
+                                        for g in grads) and \
+                not all(_close(g, ref_grad) for g in grads):
+            return False
+    return True
 
 
 def reconciles(reference, outputs):
@@ -140,7 +209,7 @@ def check_pair(pair_dir, workdir):
     problems = []
     for path, world, expect in ((buggy, 1, True), (correct, 2, True), (buggy, 2, False)):
         outputs, _ = run(path, world, workdir, reference_file)
-        ok = outputs is not None and reconciles(reference, outputs)
+        ok = outputs is not None and step_reconciles(reference, outputs)
         if ok != expect:
             what = "hung or failed" if outputs is None else (
                 "reconciles" if ok else "does not reconcile")

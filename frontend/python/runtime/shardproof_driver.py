@@ -47,12 +47,17 @@ def _load(path):
 
 
 def _unpack(result, path, line):
+    """(model, inputs, loss, finalize_grads) from what the entry returned."""
     if isinstance(result, dict):
         if "model" not in result or "inputs" not in result:
             raise HarnessError(path, line, "the entry's dict needs 'model' and 'inputs'")
-        return result["model"], result["inputs"]
+        for key in ("loss", "finalize_grads"):
+            if result.get(key) is not None and not callable(result[key]):
+                raise HarnessError(path, line, f"the entry's '{key}' is not callable")
+        return (result["model"], result["inputs"], result.get("loss"),
+                result.get("finalize_grads"))
     if isinstance(result, (tuple, list)) and len(result) == 2:
-        return result
+        return result[0], result[1], None, None
     raise HarnessError(path, line, "the entry must return (model, inputs) or a dict "
                        f"with 'model' and 'inputs', not {type(result).__name__}")
 
@@ -90,16 +95,62 @@ def _name_inputs(inputs):
                     _sp.rename(term, f"input{k}{_index(t._a.shape, i)}")
 
 
-def _record_outputs(out, path="out"):
+def _record(t, path, role="forward", subject=""):
+    _sp.record_output(path, t._node if t._node is not None else 0, t._a.shape,
+                      t.dtype.name, t._a.ravel().tolist(), role, subject)
+
+
+def _tensors(out, path="out"):
+    """(path, tensor) for every tensor in a nested output."""
     if isinstance(out, Tensor):
-        _sp.record_output(path, out._node if out._node is not None else 0,
-                          out._a.shape, out.dtype.name, out._a.ravel().tolist())
+        yield path, out
     elif isinstance(out, (tuple, list)):
         for i, o in enumerate(out):
-            _record_outputs(o, f"{path}[{i}]")
+            yield from _tensors(o, f"{path}[{i}]")
     elif isinstance(out, dict):
         for k, o in out.items():
-            _record_outputs(o, f"{path}[{k!r}]")
+            yield from _tensors(o, f"{path}[{k!r}]")
+
+
+def _differentiable(inputs):
+    """Symbolic float inputs become leaves that require grad, so that their
+    gradients can be checked; everything else is passed through."""
+    out = []
+    for x in inputs:
+        if isinstance(x, Tensor) and x.dtype.is_floating_point and x._a.dtype == object:
+            leaf = x.detach()
+            leaf.requires_grad = True
+            out.append(leaf)
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def _backward(out, loss_fn, finalize_grads, model, inputs):
+    """Runs the training step's backward half and records every gradient."""
+    if loss_fn is None:
+        parts = [t.sum() for _, t in _tensors(out) if t.requires_grad]
+        if not parts:
+            return
+        loss = parts[0]
+        for p in parts[1:]:
+            loss = loss + p
+    else:
+        loss = loss_fn(out)
+    if not isinstance(loss, Tensor) or not loss.requires_grad:
+        return
+    _Phase.current = "backward"
+    loss.backward()
+    if finalize_grads is not None:
+        _Phase.current = "finalize_grads()"
+        finalize_grads()
+    if hasattr(model, "named_parameters"):
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                _record(p.grad, f"grad({name})", "param-grad", name)
+    for k, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.grad is not None:
+            _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")
 
 
 def _user_frame(tb, path):
@@ -137,7 +188,7 @@ def _run(path, func, world, rank):
     line = entry.__code__.co_firstlineno if hasattr(entry, "__code__") else 0
     dist.init_process_group("nccl")
     _Phase.current = f"{func}()"
-    model, inputs = _unpack(entry(), path, line)
+    model, inputs, loss_fn, finalize_grads = _unpack(entry(), path, line)
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
     inputs = tuple(inputs)
@@ -147,8 +198,12 @@ def _run(path, func, world, rank):
     if hasattr(model, "named_parameters"):
         _record_parameters(model)
     _name_inputs(inputs)
+    inputs = _differentiable(inputs)
     _Phase.current = f"the forward of {type(model).__name__}"
-    _record_outputs(model(*inputs))
+    out = model(*inputs)
+    for out_path, t in _tensors(out):
+        _record(t, out_path)
+    _backward(out, loss_fn, finalize_grads, model, inputs)
 
 
 def run_rank(path, func, world, rank):

@@ -73,14 +73,15 @@ def _topological(root):
     return order
 
 
-def _as_tensor(g, like, node):
-    """A gradient array as a Tensor recorded at the forward op's line."""
+def _as_tensor(g, like, node, parents):
+    """A gradient array as a Tensor recorded at the forward op's line, with
+    the output gradients it came from as its IR inputs."""
     Tensor = _tensor_type()
     if g is None or isinstance(g, Tensor):
         return g
     from ._tensor import record
     return record(np.asarray(g, dtype=object).reshape(like.shape), like.dtype,
-                  "grad:" + node.name, "elementwise", (), loc=node.loc)
+                  "grad:" + node.name, "elementwise", parents, loc=node.loc)
 
 
 def backward(root, gradient):
@@ -101,7 +102,7 @@ def backward(root, gradient):
             for inp, g in zip(node.inputs, results):
                 if g is None or not isinstance(inp, Tensor) or not inp.requires_grad:
                     continue
-                g = _as_tensor(g, inp, node)
+                g = _as_tensor(g, inp, node, [x for x in grads if x is not None])
                 for hook in getattr(inp, "_grad_hooks", ()):
                     replaced = hook(g)
                     if replaced is not None:

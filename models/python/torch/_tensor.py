@@ -61,6 +61,8 @@ def relabel(t, op, category, inputs):
     softmax, ...) while keeping the autograd graph of its parts."""
     out = record(t._a, t.dtype, op, category, inputs)
     out.requires_grad, out.grad_fn = t.requires_grad, t.grad_fn
+    if t.grad_fn is not None:
+        t.grad_fn.name = op  # its gradient is reported as the composite's
     out._output_nr = getattr(t, "_output_nr", 0)
     return out
 

@@ -1,0 +1,401 @@
+#include "checkers/value_check.h"
+
+#include "models/terms/evaluate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace shardproof::checkers {
+
+using terms::TermId;
+
+const ir::Output *find_output(const ir::Trace &trace, const std::string &path) {
+  for (const ir::Output &o : trace.outputs)
+    if (o.path == path)
+      return &o;
+  return nullptr;
+}
+
+namespace {
+
+// Nodes correspond across runs when the same source line produced them with
+// the same op, the k-th time, and that line ran the op equally often in every
+// run (x.chunk(world)[rank] does not: its pieces cannot be paired up).
+using SiteKey = std::tuple<std::string, int, std::string>;
+using NodeKey = std::tuple<std::string, int, std::string, int>;
+
+struct NodeIndex {
+  std::map<NodeKey, ir::NodeId> nodes;
+  std::map<SiteKey, int> counts;
+};
+
+NodeIndex index_nodes(const ir::Trace &trace) {
+  NodeIndex index;
+  for (const ir::Node &n : trace.nodes) {
+    int k = index.counts[{n.loc.file, n.loc.line, n.op}]++;
+    index.nodes[{n.loc.file, n.loc.line, n.op, k}] = n.id;
+  }
+  return index;
+}
+
+// Values worth relating to the reference: anything symbolic, and concrete
+// floats (a constant gradient can carry a wrong scale). Concrete integers are
+// rank-specific bookkeeping (token ids, offsets, masks) and are skipped.
+bool is_related_value(const terms::TermStore &store, const ir::Node &node) {
+  bool floating = node.dtype == ir::DType::Float64 || node.dtype == ir::DType::Float32 ||
+                  node.dtype == ir::DType::Float16 || node.dtype == ir::DType::BFloat16;
+  return floating || std::any_of(node.elements.begin(), node.elements.end(),
+                                 [&](TermId t) { return !store.is_const(t); });
+}
+
+std::string format_value(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    return fmt::format("{}", static_cast<long long>(v));
+  return fmt::format("{:.6g}", v);
+}
+
+// A term still holding a rank's own leaf was not related to the reference.
+std::optional<prover::Verdict> blocked_by_rank_local(const terms::TermStore &store,
+                                                     const LayoutEquation &eq) {
+  for (TermId v : terms::variables_of(store, eq.lhs)) {
+    const auto &var = store.variable(v);
+    if (var.kind == terms::VarKind::RankLocal) {
+      prover::Verdict verdict;
+      verdict.why =
+          fmt::format("depends on '{}', created at {} on one rank with no counterpart "
+                      "of the same shape in the reference (create the whole tensor and "
+                      "slice it per rank)",
+                      var.name, var.origin);
+      return verdict;
+    }
+  }
+  return std::nullopt;
+}
+
+// Do the ranks hold different values for the same element somewhere?
+bool ranks_disagree(const terms::TermStore &store, const DistributedValue &value) {
+  terms::DoubleEvaluator eval(store,
+                              [](TermId v) { return prover::sample_value(0xd1f, 0, v); });
+  for (std::size_t i = 0; i < value.reference.size(); ++i)
+    for (int r = 1; r < value.world(); ++r)
+      if (value.ranks[r].size() == value.ranks[0].size() &&
+          !terms::nearly_equal(eval(value.ranks[0][i]).value_or(NAN),
+                               eval(value.ranks[r][i]).value_or(NAN)))
+        return true;
+  return false;
+}
+
+struct Diagnosis {
+  std::string rule;
+  std::string message;
+};
+
+// "the value computed here (linear)" or "the gradient computed here
+// (backward of linear)".
+std::string computed_here(const Divergence &d) {
+  constexpr std::string_view grad = "grad:";
+  if (d.op.starts_with(grad))
+    return fmt::format("the gradient computed here (backward of {})",
+                       d.op.substr(grad.size()));
+  return fmt::format("the value computed here ({})", d.op);
+}
+
+Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
+                   const std::optional<Divergence> &divergence) {
+  using Kind = Layout::Kind;
+  const bool forward = ob.role == ir::Output::Role::Forward;
+  const std::string mismatch_rule = forward ? "SP001" : "SP006";
+  const std::string differs =
+      fmt::format("{} differs from the single-device reference", ob.subject);
+  bool partial = divergence && divergence->layout.kind == Kind::PartialSum;
+  // A collective whose result is still a partial sum did reduce, but with
+  // the wrong operation or group: a mismatch, not a missing reduction.
+  bool misreduced = partial && divergence->category == ir::OpCategory::Collective;
+  partial = partial && !misreduced;
+  bool scaled = divergence && divergence->layout.kind == Kind::Scaled;
+
+  if (ob.replicated_parameter && ranks_disagree(store, ob.value))
+    return {"SP007",
+            fmt::format("{} differs across ranks although the parameter is "
+                        "replicated{}: the replicas will drift apart",
+                        ob.subject,
+                        partial ? fmt::format(" ({} is a partial sum that no rank "
+                                              "reduces)",
+                                              computed_here(*divergence))
+                                : "")};
+  if (partial)
+    return {"SP002", fmt::format("{} is a partial sum over ranks and reaches {} "
+                                 "without a reduction",
+                                 computed_here(*divergence), ob.subject)};
+  if (scaled)
+    return {"SP005",
+            fmt::format("{} is {}: a sum where an average belongs, or the "
+                        "reverse; {}",
+                        computed_here(*divergence), divergence->layout.str(), differs)};
+  // The whole value off by a constant factor, though no single operation
+  // introduced it (a sum over ranks of values that were never averaged).
+  if (Layout final = infer_layout(store, ob.value); final.kind == Kind::Scaled)
+    return {"SP005", fmt::format("{} is {}: a sum where an average belongs, or the "
+                                 "reverse",
+                                 ob.subject, final.str())};
+  if (misreduced)
+    return {mismatch_rule,
+            fmt::format("the collective here ({}) leaves every rank with a share of "
+                        "the reference that still has to be added up (wrong reduce op "
+                        "or group); {}",
+                        divergence->op, differs)};
+  if (divergence)
+    return {mismatch_rule, fmt::format("{} is {}; {}", computed_here(*divergence),
+                                       divergence->layout.str(), differs)};
+  return {mismatch_rule, differs};
+}
+
+void report_refutation(CheckContext &context, const ValueObligation &ob,
+                       const LayoutEquation &eq, const prover::Verdict &verdict) {
+  auto &store = context.store;
+  const DistributedValue &value = ob.value;
+  const prover::Counterexample &cex = *verdict.counterexample;
+  auto divergence = locate_divergence(store, context.program, ob.rank0_node);
+  Diagnosis diagnosis = diagnose(store, ob, divergence);
+  // A scale that no single operation explains shows where the value is made.
+  bool at_value = diagnosis.rule == "SP005" &&
+                  !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
+  const ir::SourceLoc &where = at_value ? context.program.rank(0).node(ob.rank0_node).loc
+                                        : (divergence ? divergence->loc : ob.loc);
+  Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
+
+  // Alive2-style: example, then the reference value and every rank's.
+  const auto &row = eq.rows[cex.element];
+  auto values = [&](TermId v) {
+    auto it = cex.values.find(v);
+    return it == cex.values.end() ? 0.0 : it->second;
+  };
+  terms::DoubleEvaluator eval(store, values);
+  // Minimised values are mostly 0: list the others. Inputs the element
+  // does not depend on may take any value, so 0 is as good as any.
+  f.details.push_back("Example:");
+  for (const auto &[var, v] : cex.values)
+    if (v != 0)
+      f.details.push_back(
+          fmt::format("  {} = {}", store.variable(var).name, format_value(v)));
+  f.details.push_back("  every other input = 0");
+  std::string element =
+      ob.element_prefix + ir::index_str(value.reference_shape, row.reference);
+  f.details.push_back(
+      fmt::format("Reference (world 1): {} = {}", element,
+                  format_value(eval(value.reference[row.reference]).value_or(NAN))));
+  std::vector<int> disagree;
+  for (std::size_t i = 0; i < eq.rows.size(); ++i) {
+    const auto &other = eq.rows[i];
+    if (other.local != row.local || (row.rank >= 0) != (other.rank >= 0))
+      continue;
+    double got = eval(eq.lhs[i]).value_or(NAN);
+    double want = eval(eq.rhs[i]).value_or(NAN);
+    bool differs = !terms::nearly_equal(got, want);
+    std::string who =
+        other.rank < 0 ? "Sum over ranks" : fmt::format("Rank {}", other.rank);
+    std::string where =
+        other.rank < 0 ? element
+                       : ob.element_prefix +
+                             ir::index_str(value.rank_shapes[other.rank], other.local);
+    f.details.push_back(
+        fmt::format("{}: {} = {}{}", who, where, format_value(got),
+                    differs ? fmt::format("  (should be {})", format_value(want)) : ""));
+    if (differs && other.rank >= 0)
+      disagree.push_back(other.rank);
+  }
+  if (!disagree.empty())
+    f.details.push_back(fmt::format("Ranks that disagree with the reference: {}",
+                                    fmt::join(disagree, ", ")));
+  if (infer_layout(store, value).kind == Layout::Kind::PartialSum)
+    f.details.push_back("The ranks' values add up to the reference: an all-reduce "
+                        "is missing");
+  if (!(where == ob.loc) && !ob.loc_note.empty())
+    f.notes.push_back({ob.loc, ob.loc_note});
+  context.findings.push_back(std::move(f));
+}
+} // namespace
+
+std::optional<Divergence> locate_divergence(terms::TermStore &store,
+                                            frontend::LinkedProgram &program,
+                                            ir::NodeId rank0_node) {
+  const ir::Trace &ref = program.reference();
+  const int world = program.world();
+  auto ref_index = index_nodes(ref);
+  std::vector<NodeIndex> rank_index;
+  for (int r = 0; r < world; ++r)
+    rank_index.push_back(index_nodes(program.rank(r)));
+
+  // Key of every rank-0 node, to find its twins.
+  const ir::Trace &rank0 = program.rank(0);
+  std::vector<NodeKey> keys(rank0.nodes.size());
+  for (const auto &[key, id] : rank_index[0].nodes)
+    keys[id] = key;
+  auto pairable = [&](const NodeKey &key) {
+    SiteKey site{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+    int n = ref_index.counts[site];
+    return std::all_of(rank_index.begin(), rank_index.end(),
+                       [&](NodeIndex &r) { return r.counts[site] == n; });
+  };
+
+  std::map<ir::NodeId, Layout> layouts; // symbolic ancestors with twins everywhere
+  std::vector<ir::NodeId> stack{rank0_node};
+  std::set<ir::NodeId> visited;
+  while (!stack.empty()) {
+    ir::NodeId id = stack.back();
+    stack.pop_back();
+    if (id >= rank0.nodes.size() || !visited.insert(id).second)
+      continue;
+    const ir::Node &node = rank0.node(id);
+    for (ir::NodeId in : node.inputs)
+      stack.push_back(in);
+    if (!is_related_value(store, node))
+      continue;
+    auto ref_it = ref_index.nodes.find(keys[id]);
+    if (ref_it == ref_index.nodes.end() || !pairable(keys[id]))
+      continue;
+    DistributedValue value;
+    const ir::Node &ref_node = ref.node(ref_it->second);
+    value.reference_shape = ref_node.shape;
+    value.reference = ref_node.elements;
+    bool twins = true;
+    for (int r = 0; r < world && twins; ++r) {
+      auto it = rank_index[r].nodes.find(keys[id]);
+      twins = it != rank_index[r].nodes.end();
+      if (!twins)
+        break;
+      const ir::Node &twin = program.rank(r).node(it->second);
+      value.rank_shapes.push_back(twin.shape);
+      value.ranks.push_back(program.linked(r, twin.elements));
+    }
+    if (twins)
+      layouts[id] = infer_layout(store, value);
+  }
+
+  auto layout_of = [&](ir::NodeId id) -> const Layout * {
+    auto it = layouts.find(id);
+    return it == layouts.end() ? nullptr : &it->second;
+  };
+  auto bad = [&](ir::NodeId id) {
+    const Layout *l = layout_of(id);
+    return l && !l->acceptable();
+  };
+  auto partial = [&](ir::NodeId id) {
+    const Layout *l = layout_of(id);
+    return l && l->kind == Layout::Kind::PartialSum;
+  };
+  auto is_collective = [&](ir::NodeId id) {
+    return rank0.node(id).category == ir::OpCategory::Collective;
+  };
+  auto result = [&](ir::NodeId id) {
+    const ir::Node &n = rank0.node(id);
+    return Divergence{n.loc, n.op, n.category, *layout_of(id)};
+  };
+
+  // Walks back from `from` while the inputs keep satisfying `same`.
+  auto origin_of = [&](ir::NodeId from, auto same) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (ir::NodeId in : rank0.node(from).inputs)
+        if (same(in)) {
+          from = in;
+          moved = true;
+          break;
+        }
+    }
+    return from;
+  };
+
+  // 0. A value off by a constant factor: the factor was introduced where the
+  //    chain of values scaled by that same factor begins (a local mean's
+  //    scale that a later average undoes is not the culprit).
+  if (const Layout *out = layout_of(rank0_node); out && out->kind == Layout::Kind::Scaled)
+    return result(origin_of(rank0_node, [&](ir::NodeId in) {
+      const Layout *l = layout_of(in);
+      return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
+    }));
+
+  // 1. A partial sum that reaches the output without crossing a collective
+  //    is a missing reduction: report where that partial value was made.
+  std::set<ir::NodeId> unreduced;
+  for (std::vector<ir::NodeId> todo{rank0_node}; !todo.empty();) {
+    ir::NodeId id = todo.back();
+    todo.pop_back();
+    if (!unreduced.insert(id).second || is_collective(id))
+      continue; // a collective is where partial values are meant to end
+    for (ir::NodeId in : rank0.node(id).inputs)
+      todo.push_back(in);
+  }
+  std::optional<ir::NodeId> latest_partial;
+  for (ir::NodeId id : unreduced)
+    if (partial(id))
+      latest_partial = id; // ids grow in execution order: keep the last
+  if (latest_partial) {
+    ir::NodeId origin = *latest_partial;
+    for (bool moved = !is_collective(origin); moved;) {
+      moved = false;
+      for (ir::NodeId in : rank0.node(origin).inputs)
+        if (partial(in) && !is_collective(in)) {
+          origin = in;
+          moved = true;
+          break;
+        }
+    }
+    return result(origin);
+  }
+
+  // 2. Otherwise the first value unrelated to the reference whose inputs are
+  //    all fine; a partial input is fine for a collective, which reduces it.
+  for (const auto &[id, layout] : layouts) {
+    if (!bad(id) || partial(id))
+      continue;
+    const auto &inputs = rank0.node(id).inputs;
+    bool inputs_fine = std::none_of(inputs.begin(), inputs.end(), [&](ir::NodeId in) {
+      return bad(in) && !(partial(in) && is_collective(id));
+    });
+    if (inputs_fine)
+      return result(id);
+  }
+  return std::nullopt;
+}
+
+std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
+                                       std::string_view missing_rule,
+                                       const std::string &subject) {
+  auto &program = context.program;
+  DistributedValue value;
+  value.reference_shape = ref_out.shape;
+  value.reference = ref_out.elements;
+  for (int r = 0; r < program.world(); ++r) {
+    const ir::Output *o = find_output(program.rank(r), ref_out.path);
+    if (!o) {
+      const ir::Output *first = find_output(program.rank(0), ref_out.path);
+      ir::SourceLoc loc = first ? program.rank(0).node(first->node).loc : ir::SourceLoc{};
+      context.findings.push_back(Finding::of(
+          missing_rule, loc,
+          fmt::format("on rank {}, {} is missing; the reference has it", r, subject)));
+      return std::nullopt;
+    }
+    value.rank_shapes.push_back(o->shape);
+    value.ranks.push_back(program.linked(r, o->elements));
+  }
+  return value;
+}
+
+void check_value(CheckContext &context, const ValueObligation &ob) {
+  auto &store = context.store;
+  LayoutEquation eq = layout_equation(store, ob.value, ob.layout);
+  prover::Verdict verdict = blocked_by_rank_local(store, eq).value_or(
+      prover::prove_equal(store, eq.lhs, eq.rhs, context.options));
+  if (verdict.kind == prover::Verdict::Kind::Refuted)
+    report_refutation(context, ob, eq, verdict);
+  context.obligations.push_back({ob.name, ob.loc, std::move(verdict)});
+}
+
+} // namespace shardproof::checkers

@@ -1,0 +1,52 @@
+// What every equivalence obligation shares: a value as the reference and
+// each rank hold it, the layout it must have, the proof, and — when the proof
+// is refuted — a finding that says where the value went wrong (localised on
+// rank 0's graph), why, and with which inputs (Alive2-style).
+#pragma once
+
+#include "checkers/check.h"
+#include "checkers/layout.h"
+
+#include <optional>
+
+namespace shardproof::checkers {
+
+struct ValueObligation {
+  std::string name;           // "forward: 'out' is replicated"
+  std::string subject;        // "output 'out'", "the gradient of parameter 'w'"
+  std::string element_prefix; // names elements: "out", "grad(w)"
+  ir::Output::Role role = ir::Output::Role::Forward;
+  DistributedValue value;
+  Layout layout;                     // what the value must be
+  ir::SourceLoc loc;                 // where rank 0 returns it, or the parameter is made
+  std::string loc_note;              // what happens at loc, for the finding's note
+  ir::NodeId rank0_node = 0;         // where localisation starts
+  bool replicated_parameter = false; // its ranks' values must all agree
+};
+
+// Proves the obligation and records the verdict; a refutation also becomes a
+// finding.
+void check_value(CheckContext &context, const ValueObligation &obligation);
+
+// The value of `ref_out`'s path on every rank, or nullopt after reporting
+// `missing_rule` when a rank lacks it.
+std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
+                                       std::string_view missing_rule,
+                                       const std::string &subject);
+
+// Where a wrong value first went wrong: walking back from rank 0's node, the
+// operation that produced a partial sum which is never reduced, or else the
+// first operation whose value no longer relates to the reference.
+struct Divergence {
+  ir::SourceLoc loc;
+  std::string op;
+  ir::OpCategory category = ir::OpCategory::Other;
+  Layout layout;
+};
+std::optional<Divergence> locate_divergence(terms::TermStore &store,
+                                            frontend::LinkedProgram &program,
+                                            ir::NodeId rank0_node);
+
+const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
+
+} // namespace shardproof::checkers
