@@ -51,6 +51,15 @@ std::optional<TermId> to_term(PyObject *o) {
     Py_DECREF(text);
     return t;
   }
+  // An unmodelled value (import_policy.OpaqueValue) stands for its opaque term.
+  if (PyObject_HasAttrString(o, "_shardproof_term")) {
+    PyObject *term = PyObject_GetAttrString(o, "_shardproof_term");
+    std::optional<TermId> t;
+    if (term && is_term(term))
+      t = reinterpret_cast<TermObject *>(term)->id;
+    Py_XDECREF(term);
+    return t;
+  }
   if (PyFloat_Check(o) || PyObject_HasAttrString(o, "__float__")) {
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) {

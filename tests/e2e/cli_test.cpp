@@ -154,3 +154,26 @@ TEST(Cli, RulesDocumentIsGeneratedFromTheRegistry) {
   EXPECT_EQ(doc.str(), r.out)
       << "docs/rules.md is stale: run build/shardproof rules --markdown > docs/rules.md";
 }
+
+TEST(ImportPolicy, OptionalAcceleratorTakesThePyTorchPath) {
+  auto r =
+      run_cli({"check", "tests/e2e/frontend/optional_accelerator.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: gradient: 'norm.weight' is replicated"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(ImportPolicy, UnknownModuleValueIsNeverProved) {
+  auto r = run_cli({"check", "tests/e2e/frontend/unknown_module.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find("  proved:"), std::string::npos) << r.out;
+  int line =
+      line_of("tests/e2e/frontend/unknown_module.py", "vendor_kernels.default_scale");
+  EXPECT_NE(
+      r.out.find("depends on the unmodelled value 'vendor_kernels.default_scale(...)' "
+                 "from tests/e2e/frontend/unknown_module.py:" +
+                 std::to_string(line)),
+      std::string::npos)
+      << r.out;
+}

@@ -15,7 +15,10 @@ import torch.distributed as dist
 from torch import _tracing
 from torch._tensor import Tensor
 
+import import_policy
+
 _tracing.RUNTIME_DIRS.append(os.path.dirname(os.path.abspath(__file__)))
+import_policy.install()
 _BASELINE_MODULES = None
 
 
@@ -201,6 +204,9 @@ def _run(path, func, world, rank):
     inputs = _differentiable(inputs)
     _Phase.current = f"the forward of {type(model).__name__}"
     out = model(*inputs)
+    if isinstance(out, import_policy.OpaqueValue):
+        raise _tracing.Unsupported(
+            f"the model's output is the unmodelled value {out._name} from {out._origin}")
     for out_path, t in _tensors(out):
         _record(t, out_path)
     _backward(out, loss_fn, finalize_grads, model, inputs)

@@ -167,6 +167,8 @@ def _result_dtype(*xs):
 def _raw(x):
     if isinstance(x, Tensor):
         return x._a
+    if hasattr(x, "_shardproof_term"):  # an unmodelled value: its opaque term
+        return x._shardproof_term
     if isinstance(x, (list, tuple)):
         return np.asarray(x)
     return x

@@ -6,8 +6,10 @@ import sys
 
 import _shardproof as _sp
 
-# Frames in these folders are ours, never the user's (the driver adds its own).
-RUNTIME_DIRS = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+# Frames in these folders are ours (the stand-in, numpy under it), never the
+# user's; the driver adds its own.
+RUNTIME_DIRS = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                os.path.dirname(os.path.abspath(__import__("numpy").__file__))]
 _STDLIB = os.path.dirname(os.__file__)
 
 
