@@ -173,6 +173,7 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   // 1. Normalize: equal canonical forms prove a pair outright.
   terms::Normalizer normalizer(store);
   std::vector<TermId> open_lhs, open_rhs;
+  std::vector<std::size_t> open_index; // position in lhs/rhs of each open pair
   for (std::size_t i = 0; i < lhs.size(); ++i) {
     auto a = normalizer.normalize(lhs[i]);
     auto b = normalizer.normalize(rhs[i]);
@@ -180,7 +181,13 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
       continue;
     open_lhs.push_back(lhs[i]);
     open_rhs.push_back(rhs[i]);
+    open_index.push_back(i);
   }
+  // A counterexample names the pair by its position in the caller's lists.
+  auto located = [&](Verdict v) {
+    v.counterexample->element = open_index[v.counterexample->element];
+    return v;
+  };
   if (open_lhs.empty()) {
     Verdict v;
     v.kind = Verdict::Kind::Proved;
@@ -193,7 +200,7 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
     auto values = [&](TermId v) { return sample_value(options.seed, k, v); };
     if (auto refuted =
             confirmed_refutation(store, open_lhs, open_rhs, values, "evaluation"))
-      return *refuted;
+      return located(*refuted);
   }
 
   // 3. Z3 decides the rest.
@@ -222,7 +229,7 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
     };
     if (auto refuted = confirmed_refutation(store, open_lhs, open_rhs, values,
                                             "z3 model, confirmed by evaluation"))
-      return *refuted;
+      return located(*refuted);
     return unknown("the solver's counterexample relies on an uninterpreted "
                    "reading of a nonlinear function and does not survive its "
                    "real semantics");

@@ -64,6 +64,15 @@ private:
       return (*this)(n.args[0]) < (*this)(n.args[1]);
     case Op::Le:
       return (*this)(n.args[0]) <= (*this)(n.args[1]);
+    case Op::Max:
+    case Op::Min: {
+      z3::expr best = (*this)(n.args[0]);
+      for (std::size_t i = 1; i < n.args.size(); ++i) {
+        z3::expr x = (*this)(n.args[i]);
+        best = n.op == Op::Max ? z3::ite(best < x, x, best) : z3::ite(x < best, x, best);
+      }
+      return best;
+    }
     case Op::Ite:
       return z3::ite((*this)(n.args[0]), (*this)(n.args[1]), (*this)(n.args[2]));
     }

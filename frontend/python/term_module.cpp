@@ -316,6 +316,16 @@ PyObject *py_where(PyObject *, PyObject *args) {
   return wrap(store().ite(*tc, *ta, *tb));
 }
 
+template <bool IsMax> PyObject *py_lattice(PyObject *, PyObject *args) {
+  PyObject *a, *b;
+  if (!PyArg_ParseTuple(args, "OO", &a, &b))
+    return nullptr;
+  auto x = arg_term(a), y = x ? arg_term(b) : std::nullopt;
+  if (!y)
+    return nullptr;
+  return wrap(IsMax ? store().max(*x, *y) : store().min(*x, *y));
+}
+
 std::vector<TermId> term_list(PyObject *seq) {
   std::vector<TermId> out;
   PyObject *fast = PySequence_Fast(seq, "shardproof: expected a list of elements");
@@ -486,6 +496,8 @@ PyMethodDef module_methods[] = {
     {"rename", py_rename, METH_VARARGS, "rename(term, name): the name reports use"},
     {"apply", py_apply, METH_VARARGS, "apply(fn, x): a nonlinear function"},
     {"where", py_where, METH_VARARGS, "where(cond, a, b)"},
+    {"maximum", py_lattice<true>, METH_VARARGS, "maximum(a, b)"},
+    {"minimum", py_lattice<false>, METH_VARARGS, "minimum(a, b)"},
     {"record_node", py_record_node, METH_VARARGS, "record one IR node"},
     {"record_leaf", py_record_leaf, METH_VARARGS, "record a parameter or input"},
     {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},

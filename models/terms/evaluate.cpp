@@ -69,6 +69,15 @@ template <typename Value> std::optional<Value> Evaluator<Value>::operator()(Term
   case Op::Ite:
     result = args[0] != 0 ? args[1] : args[2];
     break;
+  case Op::Max:
+  case Op::Min: {
+    Value best = args[0];
+    for (const Value &v : args)
+      if (node.op == Op::Max ? best < v : v < best)
+        best = v;
+    result = best;
+    break;
+  }
   }
   memo_[term] = result;
   return result;

@@ -234,8 +234,27 @@ TermId TermStore::ite(TermId cond, TermId then_term, TermId else_term) {
   return intern(Node{Op::Ite, 0, {cond, then_term, else_term}});
 }
 
-TermId TermStore::max(TermId a, TermId b) { return ite(lt(a, b), b, a); }
-TermId TermStore::min(TermId a, TermId b) { return ite(lt(b, a), b, a); }
+TermId TermStore::max(TermId a, TermId b) {
+  if (a == b)
+    return a;
+  if (is_const(a) && is_const(b))
+    return const_value(a) < const_value(b) ? b : a;
+  return intern(Node{Op::Max, 0, {a, b}});
+}
+
+TermId TermStore::min(TermId a, TermId b) {
+  if (a == b)
+    return a;
+  if (is_const(a) && is_const(b))
+    return const_value(b) < const_value(a) ? b : a;
+  return intern(Node{Op::Min, 0, {a, b}});
+}
+
+TermId TermStore::lattice(Op op, std::span<const TermId> args) {
+  if (args.size() == 1)
+    return args[0];
+  return intern(Node{op, 0, {args.begin(), args.end()}});
+}
 
 std::string TermStore::to_string(TermId id) const {
   const Node &n = nodes_[id];
@@ -268,6 +287,10 @@ std::string TermStore::to_string(TermId id) const {
     return join(" <= ");
   case Op::Ite:
     return "ite" + join(", ");
+  case Op::Max:
+    return "max" + join(", ");
+  case Op::Min:
+    return "min" + join(", ");
   }
   return "?";
 }
@@ -311,6 +334,14 @@ TermId Substitution::apply(TermId term) {
   case Op::Ite:
     result = store_.ite(apply(node.args[0]), apply(node.args[1]), apply(node.args[2]));
     break;
+  case Op::Max:
+  case Op::Min: {
+    result = apply(node.args[0]);
+    for (std::size_t i = 1; i < node.args.size(); ++i)
+      result = node.op == Op::Max ? store_.max(result, apply(node.args[i]))
+                                  : store_.min(result, apply(node.args[i]));
+    break;
+  }
   }
   memo_[term] = result;
   return result;

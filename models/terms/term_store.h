@@ -27,6 +27,8 @@ enum class Op : std::uint8_t {
   Lt,    // boolean: args[0] < args[1]
   Le,    // boolean: args[0] <= args[1]
   Ite,   // args[0] ? args[1] : args[2], args[0] boolean
+  Max,   // n-ary maximum: associative, commutative, idempotent
+  Min,   // n-ary minimum
 };
 
 // Nonlinear functions. The prover treats them as uninterpreted (sound for
@@ -96,6 +98,8 @@ public:
   TermId ite(TermId cond, TermId then_term, TermId else_term);
   TermId max(TermId a, TermId b);
   TermId min(TermId a, TermId b);
+  // The canonical n-ary node (op is Max or Min), args as given.
+  TermId lattice(Op op, std::span<const TermId> args);
 
   const Node &node(TermId id) const { return nodes_[id]; }
   bool is_const(TermId id) const { return nodes_[id].op == Op::Const; }

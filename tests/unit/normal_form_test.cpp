@@ -16,7 +16,7 @@ public:
       vars_.push_back(s.var("v" + std::to_string(i), VarKind::Reference));
   }
   TermId make(int depth) {
-    std::uniform_int_distribution<int> pick(0, depth <= 0 ? 1 : 9);
+    std::uniform_int_distribution<int> pick(0, depth <= 0 ? 1 : 11);
     switch (pick(rng_)) {
     case 0:
       return vars_[std::uniform_int_distribution<std::size_t>(0, 3)(rng_)];
@@ -35,6 +35,10 @@ public:
       return s_.inv(make(depth - 1));
     case 8:
       return s_.app(Fn::Tanh, make(depth - 1));
+    case 9:
+      return s_.max(make(depth - 1), s_.max(make(depth - 1), make(depth - 1)));
+    case 10:
+      return s_.min(make(depth - 1), make(depth - 1));
     default:
       return s_.ite(s_.lt(make(depth - 1), make(depth - 1)), make(depth - 1),
                     make(depth - 1));
@@ -115,6 +119,20 @@ TEST(NormalForm, ScaledComparisonsShareAnAtom) {
   TermId two = s.constant(2);
   EXPECT_EQ(n.normalize(s.lt(x, y)), n.normalize(s.lt(s.mul(two, x), s.mul(two, y))));
   EXPECT_EQ(n.normalize(s.max(x, x)), n.normalize(x));
+}
+
+TEST(NormalForm, MaximaAreFlattenedSortedAndDeduplicated) {
+  TermStore s;
+  Normalizer n(s);
+  TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);
+  TermId c = s.var("c", VarKind::Reference);
+  // A max over ranks of maxima over shards is the max over everything.
+  EXPECT_EQ(n.normalize(s.max(s.max(a, b), c)), n.normalize(s.max(c, s.max(b, a))));
+  EXPECT_EQ(n.normalize(s.max(s.max(a, b), s.max(b, c))),
+            n.normalize(s.max(a, s.max(b, c))));
+  EXPECT_EQ(n.normalize(s.max(s.max(a, s.constant(1)), s.constant(3))),
+            n.normalize(s.max(a, s.constant(3))));
+  EXPECT_NE(n.normalize(s.max(a, b)), n.normalize(s.min(a, b)));
 }
 
 TEST(NormalForm, BudgetTurnsBlowUpIntoNoAnswer) {

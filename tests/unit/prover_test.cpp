@@ -55,6 +55,19 @@ TEST(Prover, EvaluationRefutesWithMinimisedCounterexample) {
   EXPECT_NE(v.counterexample->lhs, v.counterexample->rhs);
 }
 
+TEST(Prover, CounterexampleNamesThePairInTheCallersList) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  // Pair 0 is proved by its normal form, pair 1 is refuted: the
+  // counterexample must say 1, not its index among the unproved pairs.
+  std::vector<TermId> lhs{s.add(x, y), s.mul(x, y)};
+  std::vector<TermId> rhs{s.add(y, x), s.add(x, y)};
+  prover::ProverOptions options;
+  Verdict v = prover::prove_equal(s, lhs, rhs, options);
+  ASSERT_EQ(v.kind, Verdict::Kind::Refuted);
+  EXPECT_EQ(v.counterexample->element, 1u);
+}
+
 TEST(Prover, Z3ProvesPiecewiseIdentity) {
   TermStore s;
   TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);

@@ -634,12 +634,33 @@ class Tensor:
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return maximum(self, dim)
-        return self.amax(dim, keepdim)
+        if dim is None:
+            return self.amax()
+        return _ValuesIndices(self.amax(dim, keepdim), self._arg(np.argmax, dim, keepdim))
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return minimum(self, dim)
-        return self.amin(dim, keepdim)
+        if dim is None:
+            return self.amin()
+        return _ValuesIndices(self.amin(dim, keepdim), self._arg(np.argmin, dim, keepdim))
+
+    def argmax(self, dim=None, keepdim=False):
+        return self._arg(np.argmax, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return self._arg(np.argmin, dim, keepdim)
+
+    def _arg(self, fn, dim, keepdim):
+        if self._a.dtype == object and any(isinstance(v, _sp.Term) and not v.is_const
+                                           for v in self._a.ravel()):
+            return _SymbolicIndices(f"{fn.__name__} of a symbolic tensor")
+        a = np.asarray(self._a.tolist(), dtype=float)
+        out = fn(a, axis=None if dim is None else _dim(dim, self.ndim))
+        if keepdim and dim is not None:
+            out = np.expand_dims(out, _dim(dim, self.ndim))
+        return record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
+                      "reduction", (self,))
 
     def norm(self, p=2, dim=None, keepdim=False):
         return (self * self).sum(dim, keepdim).sqrt()
@@ -685,8 +706,8 @@ class Tensor:
         new = s[:a] + [math.prod(s[a:b + 1])] + s[b + 1:]
         return self._view("flatten", lambda x: x.reshape(new))
 
-    def transpose(self, d0, d1):
-        d0, d1 = _dim(d0, self.ndim), _dim(d1, self.ndim)
+    def transpose(self, dim0, dim1):
+        d0, d1 = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         return self._view("transpose", lambda a: np.swapaxes(a, d0, d1))
 
     swapaxes = transpose
@@ -700,14 +721,14 @@ class Tensor:
         dims = [_dim(d, self.ndim) for d in _shape_args(dims)]
         return self._view("permute", lambda a: np.transpose(a, dims))
 
-    def unsqueeze(self, d):
-        d = _dim(d, self.ndim + 1)
+    def unsqueeze(self, dim):
+        d = _dim(dim, self.ndim + 1)
         return self._view("unsqueeze", lambda a: np.expand_dims(a, d))
 
-    def squeeze(self, d=None):
-        if d is None:
+    def squeeze(self, dim=None):
+        if dim is None:
             return self._view("squeeze", np.squeeze)
-        d = _dim(d, self.ndim)
+        d = _dim(dim, self.ndim)
         if self._a.shape[d] != 1:
             return self
         return self._view("squeeze", lambda a: np.squeeze(a, d))
@@ -893,6 +914,34 @@ class Tensor:
         return tensor(data, dtype=dtype or self.dtype)
 
 
+class _ValuesIndices(tuple):
+    """torch.return_types.max/min: (values, indices)."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+class _SymbolicIndices:
+    """Which element is largest depends on the values: one answer per input,
+    not a proof for all of them. Any use stops tracing there."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def __getattr__(self, attr):
+        raise Unsupported(self.what)
+
+    def _stop(self, *a, **k):
+        raise Unsupported(self.what)
+
+    __index__ = __int__ = __bool__ = __iter__ = __len__ = __getitem__ = _stop
+    __add__ = __radd__ = __sub__ = __mul__ = __eq__ = __lt__ = __gt__ = _stop
+    __hash__ = object.__hash__
+
+
 class _RemovableHook:
     def __init__(self, hooks, hook):
         self.hooks, self.hook = hooks, hook
@@ -944,13 +993,13 @@ def _fold(a, axis, keepdims, fn):
 
 def maximum_scalar(x, y):
     if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
-        return _sp.where(x < y, y, x)
+        return _sp.maximum(x, y)
     return x if x >= y else y
 
 
 def minimum_scalar(x, y):
     if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
-        return _sp.where(y < x, y, x)
+        return _sp.minimum(x, y)
     return x if x <= y else y
 
 
