@@ -1,5 +1,5 @@
 import torch
-import not_a_real_module_xyz
+import broken_helper
 
 
 def entry():
