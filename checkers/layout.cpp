@@ -143,7 +143,7 @@ std::optional<mpq_class> measure_factor(terms::TermStore &store,
     auto ref = eval(eq.rhs[i]), got = eval(eq.lhs[i]);
     if (ref && got && std::fabs(*ref) > 1e-6) {
       auto factor = small_fraction(*got / *ref);
-      if (factor && *factor != 1)
+      if (factor && *factor != 1 && *factor != 0) // 0 is a lost value, not a scale
         return factor;
       return std::nullopt;
     }

@@ -150,6 +150,11 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                         "the reference that still has to be added up (wrong reduce op "
                         "or group); {}",
                         divergence->op, differs)};
+  if (divergence && divergence->off_reference_path)
+    return {mismatch_rule,
+            fmt::format("{} comes from a code path the single-device run does not "
+                        "take; {}",
+                        computed_here(*divergence), differs)};
   if (divergence)
     return {mismatch_rule, fmt::format("{} is {}; {}", computed_here(*divergence),
                                        divergence->layout.str(), differs)};
@@ -244,7 +249,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
                        [&](NodeIndex &r) { return r.counts[site] == n; });
   };
 
-  std::map<ir::NodeId, Layout> layouts; // symbolic ancestors with twins everywhere
+  std::map<ir::NodeId, Layout> layouts;    // symbolic ancestors with twins everywhere
+  std::set<ir::NodeId> off_reference_path; // ancestors made where the reference never ran
   std::vector<ir::NodeId> stack{rank0_node};
   std::set<ir::NodeId> visited;
   while (!stack.empty()) {
@@ -258,7 +264,11 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     if (!is_related_value(store, node))
       continue;
     auto ref_it = ref_index.nodes.find(keys[id]);
-    if (ref_it == ref_index.nodes.end() || !pairable(keys[id]))
+    if (ref_it == ref_index.nodes.end()) {
+      off_reference_path.insert(id);
+      continue;
+    }
+    if (!pairable(keys[id]))
       continue;
     DistributedValue value;
     const ir::Node &ref_node = ref.node(ref_it->second);
@@ -359,8 +369,16 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     bool inputs_fine = std::none_of(inputs.begin(), inputs.end(), [&](ir::NodeId in) {
       return bad(in) && !(partial(in) && is_collective(id));
     });
-    if (inputs_fine)
-      return result(id);
+    if (!inputs_fine)
+      continue;
+    // An input made on a line the reference never ran is the likelier
+    // culprit: a code path only the distributed run takes.
+    for (auto it = inputs.rbegin(); it != inputs.rend(); ++it)
+      if (off_reference_path.count(*it)) {
+        const ir::Node &n = rank0.node(*it);
+        return Divergence{n.loc, n.op, n.category, Layout{}, true};
+      }
+    return result(id);
   }
   return std::nullopt;
 }

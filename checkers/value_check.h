@@ -42,6 +42,7 @@ struct Divergence {
   std::string op;
   ir::OpCategory category = ir::OpCategory::Other;
   Layout layout;
+  bool off_reference_path = false; // made on a line the reference never ran
 };
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             frontend::LinkedProgram &program,

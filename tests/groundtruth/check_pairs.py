@@ -80,12 +80,9 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
             else:
                 full = reference["params"][name]
                 p.copy_(full if full.shape == p.shape else _shard(full, p, rank, world))
-    if reference is not None:
-        inputs = tuple(
-            reference["inputs"][k]
-            if k < len(reference["inputs"]) and isinstance(x, torch.Tensor)
-            and x.shape == reference["inputs"][k].shape else x
-            for k, x in enumerate(inputs))
+    # Inputs come from the fixed seed: an entry draws them before building
+    # its model, so every rank draws what the reference drew (and a rank that
+    # builds its own input, such as zeros on ranks without data, keeps it).
     # Float inputs become leaves that require grad, as in shardproof.
     inputs = tuple(x.detach().clone().requires_grad_()
                    if isinstance(x, torch.Tensor) and x.is_floating_point() else x

@@ -102,7 +102,10 @@ def backward(root, gradient):
             for inp, g in zip(node.inputs, results):
                 if g is None or not isinstance(inp, Tensor) or not inp.requires_grad:
                     continue
-                g = _as_tensor(g, inp, node, [x for x in grads if x is not None])
+                # In the IR a gradient depends on the output gradients and on
+                # the forward values its VJP reads (the op's inputs).
+                parents = [x for x in grads if x is not None] + list(node.inputs)
+                g = _as_tensor(g, inp, node, parents)
                 for hook in getattr(inp, "_grad_hooks", ()):
                     replaced = hook(g)
                     if replaced is not None:
