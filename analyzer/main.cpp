@@ -40,6 +40,11 @@ int main(int argc, char **argv) {
       ->check(CLI::Range(64, 1 << 20))
       ->capture_default_str();
 
+  std::string reduce_dtype;
+  check
+      ->add_option("--reduce-dtype", reduce_dtype,
+                   "precision reductions must use (float32 flags 16-bit reductions)")
+      ->check(CLI::IsMember({"float32", "float64", "bfloat16", "float16"}));
   double trace_seconds = 120;
   check
       ->add_option("--trace-timeout", trace_seconds,
@@ -79,6 +84,8 @@ int main(int argc, char **argv) {
   options.prover.limits.wall =
       std::chrono::milliseconds(static_cast<long>(proof_seconds * 1000));
   options.prover.limits.memory_bytes = proof_memory_mib << 20;
+  if (!reduce_dtype.empty())
+    options.checks.reduce_dtype = ir::dtype_from_name(reduce_dtype);
   options.trace_time_limit =
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   std::vector<analyzer::TargetResult> results;

@@ -65,7 +65,7 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   } else {
     frontend::LinkedProgram program(store, reference, ranks);
     checkers::CheckContext context{store, program, options.prover, {}, {}};
-    for (auto &check : checkers::make_checks())
+    for (auto &check : checkers::make_checks(options.checks))
       check->run(context);
     result.findings = std::move(context.findings);
     result.obligations = std::move(context.obligations);

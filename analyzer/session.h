@@ -24,6 +24,7 @@ Target parse_target(const std::string &text);
 struct SessionOptions {
   int world = 2;
   std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
+  checkers::CheckOptions checks;
   prover::ProverOptions prover;
 };
 

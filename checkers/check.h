@@ -34,6 +34,10 @@ public:
   virtual void run(CheckContext &context) = 0;
 };
 
-std::vector<std::unique_ptr<Check>> make_checks();
+struct CheckOptions {
+  std::optional<ir::DType> reduce_dtype; // --reduce-dtype
+};
+
+std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options);
 
 } // namespace shardproof::checkers

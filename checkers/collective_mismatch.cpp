@@ -33,10 +33,11 @@ public:
 };
 } // namespace
 
-std::vector<std::unique_ptr<Check>> make_checks() {
+std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
   std::vector<std::unique_ptr<Check>> checks;
   checks.push_back(std::make_unique<CollectiveMismatchCheck>());
   checks.push_back(std::make_unique<UnmatchedParameterCheck>());
+  checks.push_back(make_comm_dtype_check(options.reduce_dtype));
   checks.push_back(make_forward_equivalence_check());
   checks.push_back(make_gradient_equivalence_check());
   return checks;

@@ -3,9 +3,13 @@
 
 #include "checkers/check.h"
 
+#include <optional>
+
 namespace shardproof::checkers {
 
 std::unique_ptr<Check> make_forward_equivalence_check();
 std::unique_ptr<Check> make_gradient_equivalence_check();
+// reduce_dtype: the precision the configuration asks reductions to use.
+std::unique_ptr<Check> make_comm_dtype_check(std::optional<ir::DType> reduce_dtype);
 
 } // namespace shardproof::checkers

@@ -38,6 +38,13 @@ constexpr Rule kRules[] = {
      "differs must carry `partition_dim` (and `partition_stride`) explaining "
      "which shard of the reference parameter it is. Unmatched parameters stay "
      "free variables, so any obligation that depends on them cannot be proved."},
+    {"SP005", "wrong-scaling", Severity::Error,
+     "A value equals the reference times a constant on every rank.",
+     "The ranks agree with each other but hold the reference multiplied by a "
+     "factor such as 1/world or world: a reduction that averages where it "
+     "should sum, sums where it should average, divides by the wrong group's "
+     "size, or runs twice. The report names the operation that introduced the "
+     "factor and the factor itself."},
     {"SP006", "gradient-mismatch", Severity::Error,
      "A gradient after backward and finalize_grads differs from the reference.",
      "After the entry's backward pass and its finalize_grads, every parameter's "
@@ -54,13 +61,14 @@ constexpr Rule kRules[] = {
      "ranks under sequence parallelism (layer norms, routers, biases) whose "
      "gradient is computed from each rank's part of the sequence and never "
      "all-reduced."},
-    {"SP005", "wrong-scaling", Severity::Error,
-     "A value equals the reference times a constant on every rank.",
-     "The ranks agree with each other but hold the reference multiplied by a "
-     "factor such as 1/world or world: a reduction that averages where it "
-     "should sum, sums where it should average, divides by the wrong group's "
-     "size, or runs twice. The report names the operation that introduced the "
-     "factor and the factor itself."},
+    {"SP008", "comm-dtype", Severity::Error,
+     "A collective carries values in a narrower or different float format.",
+     "A value cast to another floating-point format just for a collective "
+     "loses what the format cannot hold: bf16 gradients reduced in fp16 "
+     "overflow to inf past 65504 (with loss scaling, routinely), fp32 values "
+     "reduced in bf16 lose mantissa bits. With --reduce-dtype float32, every "
+     "16-bit reduction is reported too. The proofs work over exact reals, so "
+     "this rule is the one that sees the format."},
 };
 } // namespace
 

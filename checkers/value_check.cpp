@@ -166,7 +166,8 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   auto &store = context.store;
   const DistributedValue &value = ob.value;
   const prover::Counterexample &cex = *verdict.counterexample;
-  auto divergence = locate_divergence(store, context.program, ob.rank0_node);
+  auto divergence = locate_divergence(store, context.program, ob.rank0_node,
+                                      infer_layout(store, ob.value));
   Diagnosis diagnosis = diagnose(store, ob, divergence);
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == "SP005" &&
@@ -229,7 +230,8 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
 
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             frontend::LinkedProgram &program,
-                                            ir::NodeId rank0_node) {
+                                            ir::NodeId rank0_node,
+                                            const Layout &value_layout) {
   const ir::Trace &ref = program.reference();
   const int world = program.world();
   auto ref_index = index_nodes(ref);
@@ -325,6 +327,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   // 0. A value off by a constant factor: the factor was introduced where the
   //    chain of values scaled by that same factor begins (a local mean's
   //    scale that a later average undoes is not the culprit).
+  layouts.try_emplace(rank0_node, value_layout); // the output node itself
   if (const Layout *out = layout_of(rank0_node); out && out->kind == Layout::Kind::Scaled)
     return result(origin_of(rank0_node, [&](ir::NodeId in) {
       const Layout *l = layout_of(in);

@@ -44,9 +44,12 @@ struct Divergence {
   Layout layout;
   bool off_reference_path = false; // made on a line the reference never ran
 };
+// `value_layout` is the layout of the value itself, used when its node has
+// no counterpart in the reference run.
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             frontend::LinkedProgram &program,
-                                            ir::NodeId rank0_node);
+                                            ir::NodeId rank0_node,
+                                            const Layout &value_layout);
 
 const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
 

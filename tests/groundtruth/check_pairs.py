@@ -146,7 +146,15 @@ def run(path, world, workdir, reference_file=None):
 
 
 def _close(a, b):
-    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    """Equal up to the rounding of the tensors' format (bf16 and fp16 keep
+    about 3 decimal digits; summing in another order changes the last)."""
+    if a.shape != b.shape:
+        return False
+    low = {torch.bfloat16, torch.float16}
+    rtol = 3e-2 if a.dtype in low or b.dtype in low else 1e-5
+    a, b = a.double(), b.double()
+    atol = rtol * max(float(b.abs().max()) if b.numel() else 0.0, 1e-6)
+    return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
 
 
 def _shard_of(full, dim, stride, rank, world):
@@ -186,12 +194,10 @@ def step_reconciles(reference, ranks):
 def reconciles(reference, outputs):
     world = len(outputs)
     if all(o.shape == reference.shape for o in outputs):
-        return all(torch.allclose(o, reference, rtol=1e-5, atol=1e-6) for o in outputs)
+        return all(_close(o, reference) for o in outputs)
     for dim in range(reference.dim()):
         chunks = reference.chunk(world, dim=dim)
-        if len(chunks) == world and all(
-                o.shape == c.shape and torch.allclose(o, c, rtol=1e-5, atol=1e-6)
-                for o, c in zip(outputs, chunks)):
+        if len(chunks) == world and all(_close(o, c) for o, c in zip(outputs, chunks)):
             return True
     return False
 
