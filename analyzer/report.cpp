@@ -78,13 +78,18 @@ void write_text(std::ostream &out, std::ostream &err,
       if (o.verdict.kind == Verdict::Kind::Unknown)
         out << fmt::format("{}: note: could not prove {}: {}\n", location(o.loc), o.name,
                            o.verdict.why);
+    std::string suppressed =
+        r.suppressed.empty()
+            ? ""
+            : fmt::format("; {} finding{} suppressed", r.suppressed.size(),
+                          r.suppressed.size() == 1 ? "" : "s");
     out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
-                       "{} could not prove; {:.2f} s)\n",
+                       "{} could not prove{}; {:.2f} s)\n",
                        display_path(r.target.path) + "::" + r.target.function, r.world,
                        r.verdict(), r.obligations.size(),
                        r.obligations.size() == 1 ? "" : "s",
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
-                       r.count(Verdict::Kind::Unknown), r.seconds);
+                       r.count(Verdict::Kind::Unknown), suppressed, r.seconds);
     for (const auto &o : r.obligations)
       out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
                          o.verdict.method.empty() ? "" : " (" + o.verdict.method + ")");
@@ -94,6 +99,7 @@ void write_text(std::ostream &out, std::ostream &err,
 void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   nlohmann::json doc;
   auto &findings = doc["findings"] = nlohmann::json::array();
+  auto &suppressed = doc["suppressed"] = nlohmann::json::array();
   auto &errors = doc["errors"] = nlohmann::json::array();
   auto &targets = doc["targets"] = nlohmann::json::array();
   std::size_t counts[3] = {0, 0, 0};
@@ -104,6 +110,12 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                         {"line", r.failure->loc.line},
                         {"message", r.failure->message}});
     }
+    for (const auto &f : r.suppressed)
+      suppressed.push_back({{"rule_id", f.rule_id},
+                            {"file", display_path(f.loc.file)},
+                            {"line", f.loc.line},
+                            {"message", f.message},
+                            {"target", r.target.str()}});
     for (const auto &f : r.findings)
       findings.push_back({{"rule_id", f.rule_id},
                           {"severity", checkers::severity_name(f.severity)},
@@ -130,11 +142,13 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                        {"seconds", r.seconds},
                        {"obligations", obligations}});
   }
-  int code = exit_code(results);
-  doc["verdict"] = code == 2   ? "error"
-                   : code == 1 ? "refuted"
-                   : code == 3 ? "unknown"
-                               : "proved";
+  // The worst verdict of any target.
+  std::string overall = "proved";
+  for (std::string v : {"accepted", "unknown", "refuted", "error"})
+    for (const auto &r : results)
+      if (r.verdict() == v)
+        overall = v;
+  doc["verdict"] = overall;
   doc["obligations"] = {
       {"proved", counts[0]}, {"refuted", counts[1]}, {"unknown", counts[2]}};
   out << doc.dump(2) << "\n";

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <map>
+#include <regex>
 
 namespace shardproof::analyzer {
 
@@ -28,12 +31,45 @@ std::string TargetResult::verdict() const {
   bool error = std::any_of(findings.begin(), findings.end(), [](const auto &f) {
     return f.severity == checkers::Severity::Error;
   });
-  if (error || count(Verdict::Kind::Refuted) > 0)
+  if (error)
     return "refuted";
   if (failure || count(Verdict::Kind::Unknown) > 0 || obligations.empty())
     return "unknown";
+  if (count(Verdict::Kind::Refuted) > 0)
+    return suppressed.empty() ? "refuted" : "accepted";
   return "proved";
 }
+
+namespace {
+// Moves the findings whose source line says `# shardproof: ignore[SP0xx]`
+// (several ids may be listed, comma-separated) into `suppressed`.
+void apply_suppressions(std::vector<checkers::Finding> &findings,
+                        std::vector<checkers::Finding> &suppressed) {
+  static const std::regex marker(R"(shardproof:\s*ignore\[([A-Z0-9,\s]*)\])");
+  std::map<std::string, std::vector<std::string>> sources;
+  auto line_of = [&](const ir::SourceLoc &loc) -> std::string {
+    auto [it, fresh] = sources.try_emplace(loc.file);
+    if (fresh) {
+      std::ifstream in(loc.file);
+      for (std::string line; std::getline(in, line);)
+        it->second.push_back(line);
+    }
+    const auto &lines = it->second;
+    return loc.line >= 1 && loc.line <= static_cast<int>(lines.size())
+               ? lines[loc.line - 1]
+               : "";
+  };
+  std::vector<checkers::Finding> kept;
+  for (auto &f : findings) {
+    std::smatch m;
+    std::string line = line_of(f.loc);
+    bool ignored = std::regex_search(line, m, marker) &&
+                   m[1].str().find(f.rule_id) != std::string::npos;
+    (ignored ? suppressed : kept).push_back(std::move(f));
+  }
+  findings = std::move(kept);
+}
+} // namespace
 
 TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
@@ -68,6 +104,7 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     for (auto &check : checkers::make_checks(options.checks))
       check->run(context);
     result.findings = std::move(context.findings);
+    apply_suppressions(result.findings, result.suppressed);
     result.obligations = std::move(context.obligations);
   }
   result.seconds =

@@ -33,10 +33,13 @@ struct TargetResult {
   int world = 0;
   std::optional<frontend::TraceFailure> failure; // BadInput: usage error
   std::vector<checkers::Finding> findings;
+  // Findings on a line marked `# shardproof: ignore[SP0xx]` for their rule.
+  std::vector<checkers::Finding> suppressed;
   std::vector<checkers::ObligationResult> obligations;
   double seconds = 0;
 
-  // "proved", "refuted" or "unknown" (also "error" for bad input)
+  // "proved", "refuted", "unknown", "accepted" (every refutation is
+  // suppressed; never called proved) or "error" (bad input)
   std::string verdict() const;
   std::size_t count(prover::Verdict::Kind kind) const;
 };

@@ -52,6 +52,10 @@ CASES = {
     "einsum": ([(2, 3), (3, 4)], lambda x, y: torch.einsum("ij,jk->ik", x, y)),
     "baddbmm": ([(2, 2, 2), (2, 2, 3), (2, 3, 2)],
                 lambda i, a, b: torch.baddbmm(i, a, b, beta=0.5, alpha=2.0)),
+    "all_any": ([(2, 3)], lambda x: torch.where(
+        torch.tensor([[1.0, 2.0, 0.0], [3.0, 1.0, 2.0]]).ne(0).all(dim=1, keepdim=True)
+        | torch.any(torch.tensor([[False, False, False], [False, True, False]]), 1, True),
+        x, -x)),
 }
 
 

@@ -177,3 +177,18 @@ TEST(ImportPolicy, UnknownModuleValueIsNeverProved) {
       std::string::npos)
       << r.out;
 }
+
+TEST(Suppression, IgnoredFindingIsCountedNotHiddenAndNeverProved) {
+  auto r = run_cli(
+      {"check", "tests/e2e/frontend/suppressed.py", "--world", "2", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["verdict"], "accepted");
+  EXPECT_TRUE(doc["findings"].empty());
+  ASSERT_EQ(doc["suppressed"].size(), 1u);
+  EXPECT_EQ(doc["suppressed"][0]["rule_id"], "SP002");
+  EXPECT_EQ(doc["obligations"]["refuted"], 1);
+  auto text = run_cli({"check", "tests/e2e/frontend/suppressed.py", "--world", "2"});
+  EXPECT_NE(text.out.find("accepted"), std::string::npos);
+  EXPECT_NE(text.out.find("1 finding suppressed"), std::string::npos);
+}

@@ -1,16 +1,27 @@
 """What `import` does with modules shardproof does not model.
 
 - Optional accelerators (transformer_engine, apex, flash_attn, fused CUDA
-  extensions, triton, ...) raise ImportError, so the framework takes the
-  pure-PyTorch path it has for machines without them.
-- Any other module that cannot be found becomes an opaque module: whatever is
+  extensions, triton, ...) raise ImportError where the import is a probe (see
+  below), so the framework takes the pure-PyTorch path it has for machines
+  without them.
+- A probe gets the ImportError it expects: an import issued by the standard
+  library or an installed package (`try: import msvcrt`), or one the analysed
+  code guards with `except ImportError` (it has a path for machines without
+  the module, which is what this machine is).
+- Any other import of a module that cannot be found (an accelerator's too,
+  when nothing guards it) becomes an opaque module: whatever is
   taken from it is an OpaqueValue that remembers where it came from. An
   opaque value that reaches a tensor becomes an opaque term, so every proof
   that depends on it is "could not prove", naming that origin; one that
   decides control flow stops tracing there. Nothing opaque is ever trusted.
 """
+import ast
+import builtins
+import functools
+import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import re
 import sys
 import types
@@ -102,6 +113,10 @@ class OpaqueValue:
     __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = _arith
     __neg__ = __pos__ = lambda self: self._derived("(arithmetic)")  # noqa: E731
 
+    # An ordering of unknown values is unknown: it stops tracing only where it
+    # decides control flow (version checks, size checks).
+    __lt__ = __le__ = __gt__ = __ge__ = _arith
+
     def __eq__(self, other):
         return self is other
 
@@ -121,10 +136,18 @@ class OpaqueBase:
         return OpaqueValue(f"{type(self).__name__}.{attr}", _tracing.origin())
 
 
+# The simulated machine is the CUDA build of torch 2.4 (torch.version), which
+# ships Triton 3.0.0: code that imports Triton unguarded and parses its version
+# at import time (Megatron's Mamba kernels) sees that. Its kernels stay opaque.
+_DECLARED_VERSIONS = {"triton": "3.0.0"}
+
+
 class _OpaqueModule(types.ModuleType):
     def __init__(self, name):
         super().__init__(name)
         self.__path__ = []  # a package: its submodules are opaque as well
+        if name in _DECLARED_VERSIONS:
+            self.__version__ = _DECLARED_VERSIONS[name]
 
     def __getattr__(self, attr):
         if attr.startswith("__") and attr.endswith("__"):
@@ -140,18 +163,90 @@ class _Loader(importlib.abc.Loader):
         pass
 
 
+_IMPORTLIB = os.path.dirname(importlib.__file__)
+_LIBRARY_DIRS = (os.path.dirname(os.__file__),)  # the standard library
+
+
+def _importer():
+    """(file, line) of the code that issued the import, past importlib's frames."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(("<", _IMPORTLIB)) and filename != __file__:
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return "", 0
+
+
+_PROBE_HANDLERS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _catches_import_error(handler):
+    if handler.type is None:
+        return True
+    types_ = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, (ast.Name, ast.Attribute)) and
+               (t.id if isinstance(t, ast.Name) else t.attr) in _PROBE_HANDLERS
+               for t in types_)
+
+
+@functools.lru_cache(maxsize=None)
+def _guarded_lines(filename):
+    """Line ranges of `try` bodies whose handlers catch ImportError."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple((n.body[0].lineno, n.body[-1].end_lineno) for n in ast.walk(tree)
+                 if isinstance(n, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(map(_catches_import_error, n.handlers)))
+
+
+def _is_probe(filename, line):
+    return any(a <= line <= b for a, b in _guarded_lines(filename))
+
+
+def _is_library(filename):
+    """Installed libraries and the standard library probe for optional modules
+    (`try: import msvcrt except ImportError`); they are not the analysed code."""
+    return filename.startswith(_LIBRARY_DIRS) or \
+        f"{os.sep}site-packages{os.sep}" in filename or \
+        f"{os.sep}dist-packages{os.sep}" in filename or \
+        _tracing._is_runtime(filename)
+
+
 class OpaqueFinder(importlib.abc.MetaPathFinder):
     """Last on sys.meta_path: sees only what no real finder found."""
 
     def find_spec(self, name, path=None, target=None):
-        top = name.split(".")[0]
-        if ACCELERATORS.match(top) or ACCELERATORS.match(name.split(".")[-1]):
-            raise ModuleNotFoundError(
-                f"No module named '{name}' (optional accelerator: shardproof "
-                "takes the pure-PyTorch path)", name=name)
+        filename, line = _importer()
+        if _is_library(filename) or _is_probe(filename, line):
+            top = name.split(".")[0]
+            if ACCELERATORS.match(top) or ACCELERATORS.match(name.split(".")[-1]):
+                raise ModuleNotFoundError(
+                    f"No module named '{name}' (optional accelerator: shardproof "
+                    "takes the pure-PyTorch path)", name=name)
+            return None  # the ordinary ImportError the probe expects
+        # An unguarded import has no fallback: the module (an accelerator's
+        # kernels included) is opaque, and only what uses it is blocked.
         return importlib.machinery.ModuleSpec(name, _Loader())
+
+
+_builtin_import = builtins.__import__
+
+
+def _import(name, globals=None, locals=None, fromlist=(), level=0):
+    """A probe of a module that unguarded code already made opaque still gets
+    its ImportError: sys.modules answers before any finder is asked."""
+    if level == 0 and isinstance(sys.modules.get(name.partition(".")[0]), _OpaqueModule):
+        frame = sys._getframe(1)
+        filename = frame.f_code.co_filename
+        if _is_library(filename) or _is_probe(filename, frame.f_lineno):
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+    return _builtin_import(name, globals, locals, fromlist, level)
 
 
 def install():
     if not any(isinstance(f, OpaqueFinder) for f in sys.meta_path):
         sys.meta_path.append(OpaqueFinder())
+        builtins.__import__ = _import

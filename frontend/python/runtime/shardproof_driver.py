@@ -33,7 +33,13 @@ def _purge_user_modules():
     (parallel-state globals, caches) must not leak from one rank to the next."""
     for name in list(sys.modules):
         if name not in _BASELINE_MODULES:
-            del sys.modules[name]
+            module = sys.modules.pop(name)
+            # `import torch.x` also set torch.x: a kept parent must not hand
+            # the last rank's module to the next one.
+            parent, _, child = name.rpartition(".")
+            if parent in _BASELINE_MODULES and \
+                    getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)
 
 
 def _load(path):
@@ -191,7 +197,12 @@ def _run(path, func, world, rank):
     line = entry.__code__.co_firstlineno if hasattr(entry, "__code__") else 0
     dist.init_process_group("nccl")
     _Phase.current = f"{func}()"
-    model, inputs, loss_fn, finalize_grads = _unpack(entry(), path, line)
+    _tracing.state.building = True  # writes into Parameters are initialisation
+    try:
+        result = entry()
+    finally:
+        _tracing.state.building = False
+    model, inputs, loss_fn, finalize_grads = _unpack(result, path, line)
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
     inputs = tuple(inputs)

@@ -10,7 +10,8 @@ import _shardproof as _sp
 
 from ._dtypes import (  # noqa: F401
     dtype, float64, float32, float16, bfloat16, int64, int32, int16, int8,
-    uint8, bool, double, float, half, long, int, short,
+    uint8, uint16, uint32, uint64, bool, double, float, half, long, int, short,
+    float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
 )
 from . import _dtypes
 from ._tensor import (  # noqa: F401
@@ -126,7 +127,7 @@ for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "abs", "neg", "sum", "mean", "var", "amax", "amin", "norm", "square",
               "reciprocal", "clamp", "clip", "flatten", "transpose", "permute",
               "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
-              "log_softmax", "unbind", "select", "clone", "detach"):
+              "log_softmax", "unbind", "select", "clone", "detach", "all", "any"):
     globals()[_name] = _unary(_name)
 
 
@@ -267,6 +268,35 @@ def seed():
     return 0
 
 
+def initial_seed():
+    return 0
+
+
+def get_rng_state():
+    """The CPU RNG state: bookkeeping only, random tensors are symbolic
+    whatever it is (see torch.cuda.random)."""
+    return cuda.random.get_rng_state()
+
+
+def set_rng_state(state):
+    return None
+
+
+_deterministic = [False]
+
+
+def use_deterministic_algorithms(mode, warn_only=False):
+    _deterministic[0] = builtins.bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return False
+
+
 def get_default_dtype():
     return _dtypes.default_float()
 
@@ -294,26 +324,54 @@ class _GradContext(contextlib.ContextDecorator):
         self.flag = flag
 
     def __enter__(self):
-        self._cm = _grad_mode(self.flag)
+        self._cm = _grad_mode(_GradMode.enabled if self.flag is None else self.flag)
         self._cm.__enter__()
 
     def __exit__(self, *exc):
         return self._cm.__exit__(*exc)
 
 
-def no_grad():
-    return _GradContext(False)
+class no_grad(_GradContext):
+    """Used as `with no_grad()`, `@no_grad()` or, as in PyTorch, `@no_grad`."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        super().__init__(False)
 
 
-def enable_grad():
-    return _GradContext(True)
+class enable_grad(_GradContext):
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        super().__init__(True)
 
 
 def set_grad_enabled(flag):
     return _GradContext(flag)
 
 
-inference_mode = no_grad
+class inference_mode(_GradContext):
+    """inference_mode(True) disables grad like no_grad; inference_mode(False)
+    leaves the grad mode as it is."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        super().__init__(None if mode is False else False)
+
+
+def is_inference_mode_enabled():
+    return False
 
 
 def is_autocast_enabled(*a):
@@ -325,12 +383,38 @@ def compile(fn=None, **kwargs):  # noqa: A001
 
 
 class Generator:
+    """A seed holder: random tensors are fresh symbolic values whatever the
+    generator's state, so the state is bookkeeping only."""
+
     def __init__(self, device=None):
-        pass
+        self.device = device
+        self._seed = 0
 
     def manual_seed(self, seed):
+        self._seed = builtins.int(seed)
+        return self
+
+    def seed(self):
+        return self._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return cuda.random.get_rng_state()
+
+    def set_state(self, state):
+        return self
+
+    def graphsafe_get_state(self):
+        return self
+
+    def graphsafe_set_state(self, state):
+        return self
+
+    def clone_state(self):
         return self
 
 
-from . import cuda, jit, autograd, nn, distributed  # noqa: E402,F401
+from . import cuda, jit, autograd, nn, distributed, version, storage, serialization, _C  # noqa: E402,F401,E501
 from .autograd import Function  # noqa: E402,F401

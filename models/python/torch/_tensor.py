@@ -540,6 +540,12 @@ class Tensor:
     def __invert__(self):
         return compare("logical_not", self, self, lambda a, _: np.logical_not(a))
 
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    logical_and, logical_or, logical_xor = __and__, __or__, __xor__
+
+    def logical_not(self):
+        return ~self
+
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
     mul = __mul__
@@ -624,6 +630,20 @@ class Tensor:
         n = self.numel() // max(self.mean(dim, keepdim=keepdim).numel(), 1)
         ddof = (1 if unbiased else 0) if correction is None else correction
         return (centered * centered).sum(dim, keepdim) / (n - ddof)
+
+    def all(self, dim=None, keepdim=False):
+        return self._logical("all", np.all, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return self._logical("any", np.any, dim, keepdim)
+
+    def _logical(self, op, fn, dim, keepdim):
+        truth = _bool_array(self._a)
+        if truth.dtype == object:
+            raise Unsupported(f"{op}() of a condition on symbolic values")
+        out = fn(truth.astype(np.bool_), axis=self._axes(dim), keepdims=keepdim)
+        return record(np.asarray(out, dtype=np.bool_), _dtypes.bool, op,
+                      "reduction", (self,))
 
     def amax(self, dim=None, keepdim=False):
         return self._reduce("amax", _object_max, dim, keepdim)
@@ -803,6 +823,13 @@ class Tensor:
         return old
 
     def _overwrite(self, result):
+        base = getattr(self, "_base", None)
+        target = self if base is None else base
+        if getattr(target, "_is_parameter", False) and _tracing.state.building:
+            # Initialising a Parameter while the entry builds the model
+            # (zero_, fill_, copy_): a proof covers every value of the
+            # weights, so it keeps its own. Writes in the forward are real.
+            return self
         self._a[...] = result._a
         self._node = result._node
         self.requires_grad = result.requires_grad

@@ -18,6 +18,7 @@ class State:
         self.root = None       # the analysed tree: locations point inside it
         self.leaf_counter = 0  # symbolic tensors created, in order
         self.param_counter = 0
+        self.building = False  # inside the entry: the model is being built
 
 
 state = State()
@@ -27,6 +28,7 @@ def reset(root):
     state.root = root
     state.leaf_counter = 0
     state.param_counter = 0
+    state.building = False
 
 
 def _is_runtime(filename):

@@ -85,3 +85,17 @@ def grad(*a, **k):
 class function:  # torch.autograd.function.FunctionCtx lives here upstream
     FunctionCtx = FunctionCtx
     Function = Function
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The deprecated wrapper: as in PyTorch, Variable(t) is t itself."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if requires_grad:
+            data.requires_grad = True
+        return data

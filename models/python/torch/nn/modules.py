@@ -87,6 +87,14 @@ class Module:
 
     register_backward_hook = register_full_backward_hook
 
+    # Checkpoint (state-dict) hooks: a trace never saves or loads one.
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        return _Handle({}, 0)
+
+    register_load_state_dict_pre_hook = register_load_state_dict_post_hook = \
+        _register_state_dict_hook = register_state_dict_pre_hook = \
+        register_state_dict_post_hook = _register_load_state_dict_pre_hook
+
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         memo = set() if memo is None else memo
         if self in memo:

@@ -6,6 +6,8 @@ class Parameter(Tensor):
     """Always symbolic: a proof covers every value the weights may take, so the
     initial data only gives the shape and dtype."""
 
+    _is_parameter = True
+
     def __init__(self, data=None, requires_grad=True):
         if data is None:
             raise TypeError("Parameter() needs data")
