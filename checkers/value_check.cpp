@@ -244,11 +244,47 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   std::vector<NodeKey> keys(rank0.nodes.size());
   for (const auto &[key, id] : rank_index[0].nodes)
     keys[id] = key;
+  auto site_of = [](const NodeKey &key) {
+    return SiteKey{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  };
   auto pairable = [&](const NodeKey &key) {
-    SiteKey site{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-    int n = ref_index.counts[site];
+    int n = ref_index.counts[site_of(key)];
     return std::all_of(rank_index.begin(), rank_index.end(),
-                       [&](NodeIndex &r) { return r.counts[site] == n; });
+                       [&](NodeIndex &r) { return r.counts[site_of(key)] == n; });
+  };
+  // The value every rank computed at this node, or nullopt when some rank
+  // has no twin of it.
+  auto rank_values = [&](const NodeKey &key) -> std::optional<DistributedValue> {
+    DistributedValue value;
+    int n = rank_index[0].counts[site_of(key)];
+    for (int r = 0; r < world; ++r) {
+      auto it = rank_index[r].nodes.find(key);
+      if (it == rank_index[r].nodes.end() || rank_index[r].counts[site_of(key)] != n)
+        return std::nullopt;
+      const ir::Node &twin = program.rank(r).node(it->second);
+      value.rank_shapes.push_back(twin.shape);
+      value.ranks.push_back(program.linked(r, twin.elements));
+    }
+    return value;
+  };
+  // A node on a path the reference never ran has no twin by line; relate it
+  // to any reference value its shape allows (relation inference, as for
+  // values at module boundaries). No shape-compatible value: unknown, not bad.
+  auto relate_off_path = [&](DistributedValue value) -> std::optional<Layout> {
+    bool comparable = false;
+    for (auto it = ref.nodes.rbegin(); it != ref.nodes.rend(); ++it) {
+      if (!is_related_value(store, *it))
+        continue;
+      value.reference_shape = it->shape;
+      value.reference = it->elements;
+      if (candidate_layouts(value).empty())
+        continue;
+      comparable = true;
+      Layout layout = infer_layout(store, value);
+      if (layout.kind != Layout::Kind::None)
+        return layout;
+    }
+    return comparable ? std::optional<Layout>(Layout{}) : std::nullopt;
   };
 
   std::map<ir::NodeId, Layout> layouts;    // symbolic ancestors with twins everywhere
@@ -268,26 +304,19 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     auto ref_it = ref_index.nodes.find(keys[id]);
     if (ref_it == ref_index.nodes.end()) {
       off_reference_path.insert(id);
+      if (auto value = rank_values(keys[id]))
+        if (auto layout = relate_off_path(std::move(*value)))
+          layouts[id] = *layout;
       continue;
     }
     if (!pairable(keys[id]))
       continue;
-    DistributedValue value;
-    const ir::Node &ref_node = ref.node(ref_it->second);
-    value.reference_shape = ref_node.shape;
-    value.reference = ref_node.elements;
-    bool twins = true;
-    for (int r = 0; r < world && twins; ++r) {
-      auto it = rank_index[r].nodes.find(keys[id]);
-      twins = it != rank_index[r].nodes.end();
-      if (!twins)
-        break;
-      const ir::Node &twin = program.rank(r).node(it->second);
-      value.rank_shapes.push_back(twin.shape);
-      value.ranks.push_back(program.linked(r, twin.elements));
+    if (auto value = rank_values(keys[id])) {
+      const ir::Node &ref_node = ref.node(ref_it->second);
+      value->reference_shape = ref_node.shape;
+      value->reference = ref_node.elements;
+      layouts[id] = infer_layout(store, *value);
     }
-    if (twins)
-      layouts[id] = infer_layout(store, value);
   }
 
   auto layout_of = [&](ir::NodeId id) -> const Layout * {
@@ -374,14 +403,19 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     });
     if (!inputs_fine)
       continue;
-    // An input made on a line the reference never ran is the likelier
-    // culprit: a code path only the distributed run takes.
-    for (auto it = inputs.rbegin(); it != inputs.rend(); ++it)
-      if (off_reference_path.count(*it)) {
-        const ir::Node &n = rank0.node(*it);
-        return Divergence{n.loc, n.op, n.category, Layout{}, true};
-      }
-    return result(id);
+    // Inputs made on lines the reference never ran, that no reference value
+    // explains, are the likelier culprit: report where that chain begins.
+    auto unexplained = [&](ir::NodeId in) {
+      return off_reference_path.count(in) && !layout_of(in);
+    };
+    if (std::any_of(inputs.begin(), inputs.end(), unexplained)) {
+      ir::NodeId start = origin_of(id, unexplained);
+      const ir::Node &n = rank0.node(start);
+      return Divergence{n.loc, n.op, n.category, Layout{}, true};
+    }
+    Divergence d = result(id);
+    d.off_reference_path = off_reference_path.count(id) > 0;
+    return d;
   }
   return std::nullopt;
 }
@@ -396,8 +430,8 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
   for (int r = 0; r < program.world(); ++r) {
     const ir::Output *o = find_output(program.rank(r), ref_out.path);
     if (!o) {
-      const ir::Output *first = find_output(program.rank(0), ref_out.path);
-      ir::SourceLoc loc = first ? program.rank(0).node(first->node).loc : ir::SourceLoc{};
+      // The line comes from the reference, which has the value.
+      ir::SourceLoc loc = program.reference().node(ref_out.node).loc;
       context.findings.push_back(Finding::of(
           missing_rule, loc,
           fmt::format("on rank {}, {} is missing; the reference has it", r, subject)));
