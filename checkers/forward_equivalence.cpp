@@ -33,12 +33,19 @@ private:
     std::optional<Layout> target =
         inferred.acceptable() ? inferred : expected_layout(*value);
     if (!target) {
-      context.findings.push_back(Finding::of(
-          "SP001", loc,
+      // No layout can relate the shapes: no obligation to prove, but the
+      // finding still points at the operation that went wrong.
+      auto divergence =
+          locate_divergence(context.store, context.program, rank0->node, Layout{});
+      Finding f = Finding::of(
+          "SP001", divergence ? divergence->loc : loc,
           fmt::format("{} has shape {} on rank 0 but {} in the reference, which no "
                       "sharding explains",
                       subject, ir::shape_str(value->rank_shapes[0]),
-                      ir::shape_str(ref_out.shape))));
+                      ir::shape_str(ref_out.shape)));
+      if (divergence && !(divergence->loc == loc))
+        f.notes.push_back({loc, fmt::format("{} is returned here", subject)});
+      context.findings.push_back(std::move(f));
       return;
     }
     ValueObligation ob;

@@ -393,13 +393,17 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   }
 
   // 2. Otherwise the first value unrelated to the reference whose inputs are
-  //    all fine; a partial input is fine for a collective, which reduces it.
+  //    all fine.
   for (const auto &[id, layout] : layouts) {
     if (!bad(id) || partial(id))
       continue;
     const auto &inputs = rank0.node(id).inputs;
+    // A partial input is fine here: partial values that reach the output
+    // unreduced were handled above, so this one was meant for a reduction
+    // and the node that combines it wrongly (a bias added to it, a wrong
+    // reduce op) is the culprit.
     bool inputs_fine = std::none_of(inputs.begin(), inputs.end(), [&](ir::NodeId in) {
-      return bad(in) && !(partial(in) && is_collective(id));
+      return bad(in) && !partial(in);
     });
     if (!inputs_fine)
       continue;
@@ -409,8 +413,24 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       return off_reference_path.count(in) && !layout_of(in);
     };
     if (std::any_of(inputs.begin(), inputs.end(), unexplained)) {
-      ir::NodeId start = origin_of(id, unexplained);
-      const ir::Node &n = rank0.node(start);
+      // Walk the chain back; the culprit is the operation closest to the
+      // wrong value that is not itself a collective (collectives move data
+      // as told; the reshapes, slices and concatenations around them decide
+      // where it goes).
+      std::optional<ir::NodeId> culprit;
+      ir::NodeId at = id;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (ir::NodeId in : rank0.node(at).inputs)
+          if (unexplained(in)) {
+            at = in;
+            moved = true;
+            if (!culprit && !is_collective(in))
+              culprit = in;
+            break;
+          }
+      }
+      const ir::Node &n = rank0.node(culprit.value_or(at));
       return Divergence{n.loc, n.op, n.category, Layout{}, true};
     }
     Divergence d = result(id);
