@@ -274,6 +274,8 @@ class P2POp:
         _point_to_point()
 
 
+from . import nn  # noqa: E402,F401  (torch.distributed.nn.functional)
+
 __all__ = ["all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
            "reduce_scatter_tensor", "all_to_all_single", "get_rank",
            "get_world_size", "new_group", "ReduceOp", "group", "barrier",
