@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 using namespace shardproof;
@@ -53,6 +54,19 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  // Recipes: `check ROOT --framework megatron --entry mlp --tp 2 [--sp]`
+  // checks a component of the framework tree at ROOT (see docs/coverage.md).
+  std::string framework, recipe;
+  int tp = 0;
+  bool sequence_parallel = false;
+  check->add_option("--framework", framework, "check a framework tree: megatron")
+      ->check(CLI::IsMember({"megatron"}));
+  check->add_option("--entry", recipe, "the recipe to build (with --framework)");
+  check->add_option("--tp", tp, "tensor-parallel size (with --framework)")
+      ->check(CLI::Range(1, 64));
+  check->add_flag("--sp", sequence_parallel,
+                  "sequence parallelism on (with --framework)");
+
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
   std::vector<std::string> rule_ids;
@@ -90,6 +104,22 @@ int main(int argc, char **argv) {
                                         checkers::severity_name(r.severity), r.summary,
                                         r.help));
     return 0;
+  }
+
+  if (!framework.empty()) {
+    if (targets.size() != 1 || recipe.empty()) {
+      std::cerr << "shardproof: --framework takes one ROOT and an --entry\n";
+      return 2;
+    }
+    // The recipes read the tree's location from the environment.
+    setenv("MEGATRON_ROOT", targets[0].c_str(), 1);
+    targets = {std::string(SHARDPROOF_RECIPES_DIR) + "/megatron/recipes.py::" + recipe +
+               (sequence_parallel ? "_sp" : "")};
+    if (tp > 0)
+      world = tp;
+  } else if (!recipe.empty() || tp > 0 || sequence_parallel) {
+    std::cerr << "shardproof: --entry, --tp and --sp go with --framework\n";
+    return 2;
   }
 
   analyzer::SessionOptions options;

@@ -23,9 +23,11 @@ class RecipeError(RuntimeError):
 
 
 def _megatron():
-    if not _ROOT or not os.path.isdir(os.path.join(_ROOT, "megatron", "core")):
+    if not _ROOT:
         raise RecipeError("set MEGATRON_ROOT to a Megatron-LM checkout "
                           "(the folder that holds megatron/core)")
+    if not os.path.isdir(os.path.join(_ROOT, "megatron", "core")):
+        raise RecipeError(f"{_ROOT} is not a Megatron-LM checkout: it has no megatron/core")
     if _ROOT not in sys.path:
         sys.path.insert(0, _ROOT)
     from megatron.core import parallel_state

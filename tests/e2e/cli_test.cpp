@@ -192,3 +192,26 @@ TEST(Suppression, IgnoredFindingIsCountedNotHiddenAndNeverProved) {
   EXPECT_NE(text.out.find("accepted"), std::string::npos);
   EXPECT_NE(text.out.find("1 finding suppressed"), std::string::npos);
 }
+
+TEST(Recipes, FrameworkRootThatIsNotATreeIsABadInput) {
+  auto r =
+      run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry", "mlp"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent is not a Megatron-LM checkout"), std::string::npos)
+      << r.err;
+}
+
+TEST(Recipes, UnknownRecipeListsTheRecipes) {
+  auto r =
+      run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry", "gpt"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no function 'gpt'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("column_parallel_linear"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("_megatron"), std::string::npos) << r.err; // no private helpers
+}
+
+TEST(Recipes, RecipeFlagsNeedAFramework) {
+  auto r = run_cli({"check", kExample, "--tp", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("go with --framework"), std::string::npos) << r.err;
+}

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import warnings
 
 import _shardproof as _sp
 import torch
@@ -191,7 +192,7 @@ def _run(path, func, world, rank):
     if entry is None or not callable(entry):
         defined = sorted(n for n, v in vars(module).items()
                          if callable(v) and getattr(v, "__module__", None) == module.__name__
-                         and not isinstance(v, type))
+                         and not isinstance(v, type) and not n.startswith("_"))
         hint = f" (it defines: {', '.join(defined)})" if defined else ""
         raise HarnessError(path, 1, f"no function '{func}' in this file{hint}")
     line = entry.__code__.co_firstlineno if hasattr(entry, "__code__") else 0
@@ -228,7 +229,11 @@ def run_rank(path, func, world, rank):
     stdout = sys.stdout
     sys.stdout = sys.stderr  # the user's prints must not mix with our reports
     try:
-        _run(path, func, world, rank)
+        # A framework's warnings (missing fused kernels, deprecations) would
+        # repeat once per simulated rank and bury the report.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _run(path, func, world, rank)
         return None
     except HarnessError as e:
         return ("bad-input", e.file, e.line, str(e))

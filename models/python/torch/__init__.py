@@ -331,26 +331,26 @@ class _GradContext(contextlib.ContextDecorator):
         return self._cm.__exit__(*exc)
 
 
-class no_grad(_GradContext):
+class _GradModeDecorator(_GradContext):
     """Used as `with no_grad()`, `@no_grad()` or, as in PyTorch, `@no_grad`."""
 
+    _enabled = False
+
     def __new__(cls, orig_func=None):
         if orig_func is None:
             return super().__new__(cls)
         return cls()(orig_func)
 
     def __init__(self, orig_func=None):
-        super().__init__(False)
+        super().__init__(self._enabled)
 
 
-class enable_grad(_GradContext):
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
+class no_grad(_GradModeDecorator):
+    _enabled = False
 
-    def __init__(self, orig_func=None):
-        super().__init__(True)
+
+class enable_grad(_GradModeDecorator):
+    _enabled = True
 
 
 def set_grad_enabled(flag):
