@@ -1,7 +1,7 @@
-// SP003 collective-mismatch and SP004 unmatched-parameter: problems the linker
-// found while putting the ranks together.
+// SP003 collective-mismatch: collective sequences the linker could not match
+// across a group (on hardware, a hang or unrelated tensors mixed).
 #include "checkers/check.h"
-#include "checkers/equivalence_checks.h"
+#include "checkers/check_factories.h"
 
 namespace shardproof::checkers {
 
@@ -19,28 +19,10 @@ public:
     }
   }
 };
-
-class UnmatchedParameterCheck final : public Check {
-public:
-  std::string_view name() const override { return "unmatched-parameter"; }
-  void run(CheckContext &context) override {
-    for (const auto &u : context.program.unbound()) {
-      Finding f = Finding::of("SP004", u.loc, u.message);
-      f.details.push_back("obligations that depend on it cannot be proved");
-      context.findings.push_back(std::move(f));
-    }
-  }
-};
 } // namespace
 
-std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
-  std::vector<std::unique_ptr<Check>> checks;
-  checks.push_back(std::make_unique<CollectiveMismatchCheck>());
-  checks.push_back(std::make_unique<UnmatchedParameterCheck>());
-  checks.push_back(make_comm_dtype_check(options.reduce_dtype));
-  checks.push_back(make_forward_equivalence_check());
-  checks.push_back(make_gradient_equivalence_check());
-  return checks;
+std::unique_ptr<Check> make_collective_mismatch_check() {
+  return std::make_unique<CollectiveMismatchCheck>();
 }
 
 } // namespace shardproof::checkers

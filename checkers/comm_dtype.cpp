@@ -4,7 +4,7 @@
 // bits), or a reduction in 16 bits where the configuration asks for fp32.
 // The proofs see exact reals, so only this check sees the format.
 #include "checkers/check.h"
-#include "checkers/equivalence_checks.h"
+#include "checkers/check_factories.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // every parameter holds its share of the reference gradient and every input
 // its gradient, for all inputs and weights.
 #include "checkers/check.h"
-#include "checkers/equivalence_checks.h"
+#include "checkers/check_factories.h"
 #include "checkers/value_check.h"
 
 #include <fmt/format.h>

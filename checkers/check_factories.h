@@ -1,4 +1,4 @@
-// Factories of the equivalence checks (one class each, in their .cpp files).
+// One factory per check; each check is one class in its own .cpp file.
 #pragma once
 
 #include "checkers/check.h"
@@ -7,6 +7,8 @@
 
 namespace shardproof::checkers {
 
+std::unique_ptr<Check> make_collective_mismatch_check();
+std::unique_ptr<Check> make_unmatched_parameter_check();
 std::unique_ptr<Check> make_forward_equivalence_check();
 std::unique_ptr<Check> make_gradient_equivalence_check();
 // reduce_dtype: the precision the configuration asks reductions to use.

@@ -1,0 +1,18 @@
+// The checks, in the fixed order they run (Alive2 style): what the linker
+// found first, then the format of communication, then equivalence.
+#include "checkers/check.h"
+#include "checkers/check_factories.h"
+
+namespace shardproof::checkers {
+
+std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
+  std::vector<std::unique_ptr<Check>> checks;
+  checks.push_back(make_collective_mismatch_check());
+  checks.push_back(make_unmatched_parameter_check());
+  checks.push_back(make_comm_dtype_check(options.reduce_dtype));
+  checks.push_back(make_forward_equivalence_check());
+  checks.push_back(make_gradient_equivalence_check());
+  return checks;
+}
+
+} // namespace shardproof::checkers
