@@ -339,29 +339,35 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     return Divergence{n.loc, n.op, n.category, *layout_of(id)};
   };
 
-  // Walks back from `from` while the inputs keep satisfying `same`.
-  auto origin_of = [&](ir::NodeId from, auto same) {
+  // Walks back from `from` while the inputs keep satisfying `same`, showing
+  // `visit` every node it steps to.
+  auto origin_of = [&](ir::NodeId from, auto same, auto visit) {
     for (bool moved = true; moved;) {
       moved = false;
       for (ir::NodeId in : rank0.node(from).inputs)
         if (same(in)) {
           from = in;
           moved = true;
+          visit(in);
           break;
         }
     }
     return from;
   };
+  auto ignore = [](ir::NodeId) {};
 
   // 0. A value off by a constant factor: the factor was introduced where the
   //    chain of values scaled by that same factor begins (a local mean's
   //    scale that a later average undoes is not the culprit).
   layouts.try_emplace(rank0_node, value_layout); // the output node itself
   if (const Layout *out = layout_of(rank0_node); out && out->kind == Layout::Kind::Scaled)
-    return result(origin_of(rank0_node, [&](ir::NodeId in) {
-      const Layout *l = layout_of(in);
-      return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
-    }));
+    return result(origin_of(
+        rank0_node,
+        [&](ir::NodeId in) {
+          const Layout *l = layout_of(in);
+          return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
+        },
+        ignore));
 
   // 1. A partial sum that reaches the output without crossing a collective
   //    is a missing reduction: report where that partial value was made.
@@ -379,17 +385,11 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     if (partial(id))
       latest_partial = id; // ids grow in execution order: keep the last
   if (latest_partial) {
-    ir::NodeId origin = *latest_partial;
-    for (bool moved = !is_collective(origin); moved;) {
-      moved = false;
-      for (ir::NodeId in : rank0.node(origin).inputs)
-        if (partial(in) && !is_collective(in)) {
-          origin = in;
-          moved = true;
-          break;
-        }
-    }
-    return result(origin);
+    if (is_collective(*latest_partial)) // reduced, with the wrong op or group
+      return result(*latest_partial);
+    return result(origin_of(
+        *latest_partial, [&](ir::NodeId in) { return partial(in) && !is_collective(in); },
+        ignore));
   }
 
   // 2. Otherwise the first value unrelated to the reference whose inputs are
@@ -418,19 +418,11 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       // as told; the reshapes, slices and concatenations around them decide
       // where it goes).
       std::optional<ir::NodeId> culprit;
-      ir::NodeId at = id;
-      for (bool moved = true; moved;) {
-        moved = false;
-        for (ir::NodeId in : rank0.node(at).inputs)
-          if (unexplained(in)) {
-            at = in;
-            moved = true;
-            if (!culprit && !is_collective(in))
-              culprit = in;
-            break;
-          }
-      }
-      const ir::Node &n = rank0.node(culprit.value_or(at));
+      ir::NodeId start = origin_of(id, unexplained, [&](ir::NodeId in) {
+        if (!culprit && !is_collective(in))
+          culprit = in;
+      });
+      const ir::Node &n = rank0.node(culprit.value_or(start));
       return Divergence{n.loc, n.op, n.category, Layout{}, true};
     }
     Divergence d = result(id);

@@ -78,13 +78,12 @@ void LinkedProgram::bind_leaves(int rank) {
   };
   for (const ir::Leaf &leaf : trace.leaves) {
     const ir::Leaf *ref = find_reference(leaf);
-    const char *what = leaf.role == ir::LeafRole::Parameter ? "parameter" : "tensor";
     if (!ref) {
       if (leaf.role == ir::LeafRole::Parameter)
         unbound_.push_back({rank, leaf.loc,
-                            fmt::format("rank {}: {} '{}' has no counterpart in "
-                                        "the reference",
-                                        rank, what, leaf.name)});
+                            fmt::format("rank {}: parameter '{}' has no counterpart "
+                                        "in the reference",
+                                        rank, leaf.name)});
       continue;
     }
     if (leaf.shape == ref->shape) {
