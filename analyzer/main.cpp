@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <iostream>
 
@@ -54,16 +55,17 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
-  // Recipes: `check ROOT --framework megatron --entry mlp --tp 2 [--sp]`
+  // Recipes: `check ROOT --framework megatron --entry mlp --tp 2 --dp 2 [--sp]`
   // checks a component of the framework tree at ROOT (see docs/coverage.md).
   std::string framework, recipe;
-  int tp = 0;
+  std::map<std::string, int> axes{{"tp", 0}, {"cp", 0}, {"ep", 0}, {"dp", 0}, {"pp", 0}};
   bool sequence_parallel = false;
-  check->add_option("--framework", framework, "check a framework tree: megatron")
-      ->check(CLI::IsMember({"megatron"}));
+  check->add_option("--framework", framework, "check a framework tree")
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
   check->add_option("--entry", recipe, "the recipe to build (with --framework)");
-  check->add_option("--tp", tp, "tensor-parallel size (with --framework)")
-      ->check(CLI::Range(1, 64));
+  for (auto &[axis, size] : axes)
+    check->add_option("--" + axis, size, axis + " parallel size (with --framework)")
+        ->check(CLI::Range(1, 64));
   check->add_flag("--sp", sequence_parallel,
                   "sequence parallelism on (with --framework)");
 
@@ -106,19 +108,36 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  bool layout_given = sequence_parallel;
+  for (const auto &[axis, size] : axes)
+    layout_given = layout_given || size > 0;
   if (!framework.empty()) {
     if (targets.size() != 1 || recipe.empty()) {
       std::cerr << "shardproof: --framework takes one ROOT and an --entry\n";
       return 2;
     }
-    // The recipes read the tree's location from the environment.
-    setenv("MEGATRON_ROOT", targets[0].c_str(), 1);
-    targets = {std::string(SHARDPROOF_RECIPES_DIR) + "/megatron/recipes.py::" + recipe +
-               (sequence_parallel ? "_sp" : "")};
-    if (tp > 0)
-      world = tp;
-  } else if (!recipe.empty() || tp > 0 || sequence_parallel) {
-    std::cerr << "shardproof: --entry, --tp and --sp go with --framework\n";
+    // The recipes read the tree's location and the layout from the environment.
+    std::string root_variable = framework == "megatron" ? "MEGATRON_ROOT" : "DEEPSPEED_ROOT";
+    setenv(root_variable.c_str(), targets[0].c_str(), 1);
+    targets = {fmt::format("{}/{}/recipes.py::{}", SHARDPROOF_RECIPES_DIR, framework,
+                           recipe)};
+    if (layout_given) {
+      // Tensor parallelism defaults to 2: a layout without it would check
+      // nothing of the tensor-parallel code.
+      if (axes["tp"] == 0)
+        axes["tp"] = 2;
+      world = 1;
+      std::string layout;
+      for (const auto &[axis, size] : axes) {
+        world *= std::max(size, 1);
+        layout += fmt::format("{}={},", axis, std::max(size, 1));
+      }
+      layout += sequence_parallel ? "sp=1" : "sp=0";
+      setenv("SHARDPROOF_PARALLEL", layout.c_str(), 1);
+    }
+  } else if (!recipe.empty() || layout_given) {
+    std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp and --sp go with "
+                 "--framework\n";
     return 2;
   }
 

@@ -22,7 +22,7 @@ public:
 private:
   void check_output(CheckContext &context, const ir::Output &ref_out) {
     std::string subject = fmt::format("output '{}'", ref_out.path);
-    auto value = gather(context, ref_out, "SP001", subject);
+    auto value = gather(context, ref_out, "SP001", subject, all_ranks(context.program));
     if (!value)
       return;
     const ir::Output *rank0 = find_output(context.program.rank(0), ref_out.path);
@@ -36,7 +36,7 @@ private:
       // No layout can relate the shapes: no obligation to prove, but the
       // finding still points at the operation that went wrong.
       auto divergence =
-          locate_divergence(context.store, context.program, rank0->node, Layout{});
+          locate_divergence(context.store, context.program, 0, rank0->node, Layout{});
       Finding f = Finding::of(
           "SP001", divergence ? divergence->loc : loc,
           fmt::format("{} has shape {} on rank 0 but {} in the reference, which no "
@@ -56,7 +56,7 @@ private:
     ob.layout = *target;
     ob.loc = loc;
     ob.loc_note = fmt::format("{} is returned here", subject);
-    ob.rank0_node = rank0->node;
+    ob.home_node = rank0->node;
     check_value(context, ob);
   }
 };

@@ -34,26 +34,45 @@ private:
     std::string subject =
         parameter ? fmt::format("the gradient of parameter '{}'", ref_out.subject)
                   : fmt::format("the gradient of {}", ref_out.subject);
-    auto value = gather(context, ref_out, "SP006", subject);
+    // A parameter's gradient is checked on the ranks that hold the
+    // parameter: an expert lives on its expert-parallel ranks only.
+    std::vector<int> members = all_ranks(context.program);
+    if (parameter)
+      std::erase_if(members, [&](int r) {
+        return !find_parameter(context.program.rank(r), ref_out.subject);
+      });
+    if (members.empty()) {
+      context.findings.push_back(Finding::of(
+          "SP006", context.program.reference().node(ref_out.node).loc,
+          fmt::format("no rank holds parameter '{}'; the reference has it and its "
+                      "gradient",
+                      ref_out.subject)));
+      return;
+    }
+    auto value = gather(context, ref_out, "SP006", subject, members);
     if (!value)
       return;
-    const ir::Trace &rank0 = context.program.rank(0);
-    const ir::Output *out0 = find_output(rank0, ref_out.path);
+    const ir::Trace &home = context.program.rank(members[0]);
+    const ir::Output *home_out = find_output(home, ref_out.path);
 
     ValueObligation ob;
     ob.subject = subject;
     ob.element_prefix = ref_out.path;
     ob.role = ref_out.role;
-    ob.rank0_node = out0->node;
-    ob.loc = rank0.node(out0->node).loc;
+    ob.home_rank = members[0];
+    ob.home_node = home_out->node;
+    ob.loc = home.node(home_out->node).loc;
     if (parameter) {
-      // The gradient must be laid out as the parameter is: its shard, or
-      // whole and equal on every rank.
-      const ir::Leaf *leaf = find_parameter(rank0, ref_out.subject);
+      // The gradient must be laid out as the parameter is: its shard (over
+      // the tensor-parallel group), or whole and equal on every rank.
+      const ir::Leaf *leaf = find_parameter(home, ref_out.subject);
       bool sharded = leaf && leaf->partition_dim >= 0 && leaf->shape != ref_out.shape;
-      ob.layout = sharded ? Layout{Layout::Kind::Sharded, leaf->partition_dim,
-                                   leaf->partition_stride}
-                          : Layout{Layout::Kind::Replicated};
+      ob.layout = Layout{Layout::Kind::Replicated};
+      if (sharded)
+        ob.layout = Layout{Layout::Kind::Sharded,
+                           value->has_tensor_parallel_axis() ? Layout::Over::TensorParallel
+                                                             : Layout::Over::World,
+                           leaf->partition_dim, leaf->partition_stride};
       ob.replicated_parameter = !sharded;
       if (leaf && !leaf->loc.file.empty()) {
         ob.loc = leaf->loc;

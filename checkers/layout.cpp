@@ -11,19 +11,33 @@
 
 namespace shardproof::checkers {
 
+std::pair<int, int> DistributedValue::shard_of(int k, Layout::Over over) const {
+  if (over == Layout::Over::TensorParallel)
+    for (const auto &group : tensor_parallel_groups)
+      for (std::size_t i = 0; i < group.size(); ++i)
+        if (group[i] == rank_id(k))
+          return {static_cast<int>(i), static_cast<int>(group.size())};
+  return {k, world()};
+}
+
 std::string Layout::str() const {
+  std::string group =
+      over == Over::TensorParallel ? " over the tensor-parallel group" : "";
   switch (kind) {
   case Kind::Replicated:
     return "replicated";
   case Kind::Sharded:
-    return stride == 1 ? fmt::format("sharded along dim {}", dim)
-                       : fmt::format("sharded along dim {} with stride {}", dim, stride);
+    return (stride == 1
+                ? fmt::format("sharded along dim {}", dim)
+                : fmt::format("sharded along dim {} with stride {}", dim, stride)) +
+           group;
   case Kind::Scaled:
     return dim < 0 ? fmt::format("the reference times {} on every rank", factor.get_str())
-                   : fmt::format("the rank's shard of the reference (dim {}) times {}",
-                                 dim, factor.get_str());
+                   : fmt::format("the rank's shard of the reference (dim {}{}) times {}",
+                                 dim, group, factor.get_str());
   case Kind::PartialSum:
-    return "a partial sum over ranks";
+    return over == Over::TensorParallel ? "a partial sum over each tensor-parallel group"
+                                        : "a partial sum over ranks";
   case Kind::None:
     return "unrelated to the reference";
   }
@@ -37,29 +51,37 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     all_same = all_same && shape == value.reference_shape;
   if (all_same) {
     out.push_back({Layout::Kind::Replicated});
+    out.push_back({Layout::Kind::Scaled}); // even on one holder: wrongly averaged
     if (value.world() > 1) {
-      out.push_back({Layout::Kind::Scaled});
       out.push_back({Layout::Kind::PartialSum});
+      if (value.has_tensor_parallel_axis())
+        out.push_back({Layout::Kind::PartialSum, Layout::Over::TensorParallel});
     }
     return out;
   }
   std::size_t sharded_from = out.size();
   const auto &ref = value.reference_shape;
-  for (std::size_t d = 0; d < ref.size(); ++d) {
-    bool fits = true;
-    for (const auto &shape : value.rank_shapes) {
-      if (shape.size() != ref.size()) {
-        fits = false;
-        break;
+  std::vector<Layout::Over> groupings{Layout::Over::World};
+  if (value.has_tensor_parallel_axis())
+    groupings.push_back(Layout::Over::TensorParallel);
+  for (std::size_t d = 0; d < ref.size(); ++d)
+    for (Layout::Over over : groupings) {
+      bool fits = true;
+      for (int r = 0; r < value.world() && fits; ++r) {
+        const auto &shape = value.rank_shapes[r];
+        int count = value.shard_of(r, over).second;
+        fits = shape.size() == ref.size();
+        for (std::size_t e = 0; e < ref.size() && fits; ++e)
+          fits = e == d ? shape[e] * count == ref[e] : shape[e] == ref[e];
       }
-      for (std::size_t e = 0; e < ref.size(); ++e)
-        fits = fits && (e == d ? shape[e] * value.world() == ref[e] : shape[e] == ref[e]);
+      if (fits)
+        out.push_back({Layout::Kind::Sharded, over, static_cast<int>(d)});
     }
-    if (fits)
-      out.push_back({Layout::Kind::Sharded, static_cast<int>(d)});
+  for (std::size_t i = sharded_from, n = out.size(); i < n; ++i) {
+    Layout scaled = out[i];
+    scaled.kind = Layout::Kind::Scaled;
+    out.push_back(scaled);
   }
-  for (std::size_t i = sharded_from, n = out.size(); i < n; ++i)
-    out.push_back({Layout::Kind::Scaled, out[i].dim});
   return out;
 }
 
@@ -94,23 +116,31 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
   case Layout::Kind::Sharded:
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
+        auto [shard, count] = value.shard_of(r, layout.over);
         std::size_t ref = frontend::shard_to_reference_index(
-            value.rank_shapes[r], layout.dim, layout.stride, r, value.world(), i);
+            value.rank_shapes[r], layout.dim, layout.stride, shard, count, i);
         eq.lhs.push_back(value.ranks[r][i]);
-        eq.rhs.push_back(value.reference[ref]);
+        eq.rhs.push_back(value.reference.at(ref)); // a forced layout may not fit
         eq.rows.push_back({r, i, ref});
       }
     break;
-  case Layout::Kind::PartialSum:
-    for (std::size_t i = 0; i < value.reference.size(); ++i) {
-      TermId sum = store.zero();
-      for (int r = 0; r < value.world(); ++r)
-        sum = store.add(sum, value.ranks[r][i]);
-      eq.lhs.push_back(sum);
-      eq.rhs.push_back(value.reference[i]);
-      eq.rows.push_back({-1, i, i});
-    }
+  case Layout::Kind::PartialSum: {
+    std::vector<std::vector<int>> groups{{}};
+    for (int r = 0; r < value.world(); ++r)
+      groups[0].push_back(r);
+    if (layout.over == Layout::Over::TensorParallel)
+      groups = value.tensor_parallel_groups;
+    for (const auto &group : groups)
+      for (std::size_t i = 0; i < value.reference.size(); ++i) {
+        TermId sum = store.zero();
+        for (int r : group)
+          sum = store.add(sum, value.ranks[r][i]);
+        eq.lhs.push_back(sum);
+        eq.rhs.push_back(value.reference[i]);
+        eq.rows.push_back({-1, i, i});
+      }
     break;
+  }
   case Layout::Kind::None:
     break;
   }

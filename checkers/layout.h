@@ -20,6 +20,10 @@ struct Layout {
   // averaged, or the reverse).
   enum class Kind { Replicated, Sharded, Scaled, PartialSum, None };
   Kind kind = Kind::None;
+  // Sharded and PartialSum over the whole world, or over each tensor-parallel
+  // group (replicated across the other axes: data parallel, ...).
+  enum class Over { World, TensorParallel };
+  Over over = Over::World;
   int dim = -1;         // for Sharded, and Scaled of a shard
   int stride = 1;       // Megatron's partition_stride
   mpq_class factor = 1; // for Scaled
@@ -34,7 +38,18 @@ struct DistributedValue {
   std::vector<TermId> reference;
   std::vector<ir::Shape> rank_shapes;
   std::vector<std::vector<TermId>> ranks;
+  // The tensor-parallel groups (global ranks) when they are smaller than the
+  // world: a rank's shard index is its position in its group.
+  std::vector<std::vector<int>> tensor_parallel_groups;
+  // The global rank of each entry of `ranks` when only some ranks hold the
+  // value (an expert's parameter lives on its expert-parallel ranks); empty
+  // when every rank does, in order.
+  std::vector<int> members;
+  int rank_id(int k) const { return members.empty() ? k : members[k]; }
   int world() const { return static_cast<int>(ranks.size()); }
+  bool has_tensor_parallel_axis() const { return !tensor_parallel_groups.empty(); }
+  // (shard index, shard count) of entry k under `over`.
+  std::pair<int, int> shard_of(int rank, Layout::Over over) const;
 };
 
 // "rank elements == the reference elements they stand for", row by row, with
@@ -42,7 +57,7 @@ struct DistributedValue {
 struct LayoutEquation {
   std::vector<TermId> lhs, rhs;
   struct Row {
-    int rank = -1; // -1 for a partial-sum row (all ranks added)
+    int rank = -1; // entry of DistributedValue::ranks; -1 for a partial-sum row
     std::size_t local = 0, reference = 0;
   };
   std::vector<Row> rows;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -166,13 +167,13 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   auto &store = context.store;
   const DistributedValue &value = ob.value;
   const prover::Counterexample &cex = *verdict.counterexample;
-  auto divergence = locate_divergence(store, context.program, ob.rank0_node,
+  auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
                                       infer_layout(store, ob.value));
   Diagnosis diagnosis = diagnose(store, ob, divergence);
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == "SP005" &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
-  const ir::SourceLoc &where = at_value ? context.program.rank(0).node(ob.rank0_node).loc
+  const ir::SourceLoc &where = at_value ? context.program.rank(ob.home_rank).node(ob.home_node).loc
                                         : (divergence ? divergence->loc : ob.loc);
   Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
 
@@ -205,7 +206,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
     double want = eval(eq.rhs[i]).value_or(NAN);
     bool differs = !terms::nearly_equal(got, want);
     std::string who =
-        other.rank < 0 ? "Sum over ranks" : fmt::format("Rank {}", other.rank);
+        other.rank < 0 ? "Sum over ranks" : fmt::format("Rank {}", value.rank_id(other.rank));
     std::string where =
         other.rank < 0 ? element
                        : ob.element_prefix +
@@ -214,7 +215,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
         fmt::format("{}: {} = {}{}", who, where, format_value(got),
                     differs ? fmt::format("  (should be {})", format_value(want)) : ""));
     if (differs && other.rank >= 0)
-      disagree.push_back(other.rank);
+      disagree.push_back(value.rank_id(other.rank));
   }
   if (!disagree.empty())
     f.details.push_back(fmt::format("Ranks that disagree with the reference: {}",
@@ -228,9 +229,18 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
 }
 } // namespace
 
+void add_tensor_parallel_groups(DistributedValue &value,
+                                const frontend::LinkedProgram &program) {
+  std::set<std::vector<int>> groups;
+  for (int r = 0; r < program.world(); ++r)
+    if (!program.rank(r).tensor_parallel_group.empty())
+      groups.insert(program.rank(r).tensor_parallel_group);
+  value.tensor_parallel_groups.assign(groups.begin(), groups.end());
+}
+
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             frontend::LinkedProgram &program,
-                                            ir::NodeId rank0_node,
+                                            int home_rank, ir::NodeId start_node,
                                             const Layout &value_layout) {
   const ir::Trace &ref = program.reference();
   const int world = program.world();
@@ -239,10 +249,10 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   for (int r = 0; r < world; ++r)
     rank_index.push_back(index_nodes(program.rank(r)));
 
-  // Key of every rank-0 node, to find its twins.
-  const ir::Trace &rank0 = program.rank(0);
-  std::vector<NodeKey> keys(rank0.nodes.size());
-  for (const auto &[key, id] : rank_index[0].nodes)
+  // Key of every node of the home rank, to find its twins.
+  const ir::Trace &home = program.rank(home_rank);
+  std::vector<NodeKey> keys(home.nodes.size());
+  for (const auto &[key, id] : rank_index[home_rank].nodes)
     keys[id] = key;
   auto site_of = [](const NodeKey &key) {
     return SiteKey{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
@@ -256,7 +266,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   // has no twin of it.
   auto rank_values = [&](const NodeKey &key) -> std::optional<DistributedValue> {
     DistributedValue value;
-    int n = rank_index[0].counts[site_of(key)];
+    int n = rank_index[home_rank].counts[site_of(key)];
     for (int r = 0; r < world; ++r) {
       auto it = rank_index[r].nodes.find(key);
       if (it == rank_index[r].nodes.end() || rank_index[r].counts[site_of(key)] != n)
@@ -265,6 +275,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       value.rank_shapes.push_back(twin.shape);
       value.ranks.push_back(program.linked(r, twin.elements));
     }
+    add_tensor_parallel_groups(value, program);
     return value;
   };
   // A node on a path the reference never ran has no twin by line; relate it
@@ -289,14 +300,14 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 
   std::map<ir::NodeId, Layout> layouts;    // symbolic ancestors with twins everywhere
   std::set<ir::NodeId> off_reference_path; // ancestors made where the reference never ran
-  std::vector<ir::NodeId> stack{rank0_node};
+  std::vector<ir::NodeId> stack{start_node};
   std::set<ir::NodeId> visited;
   while (!stack.empty()) {
     ir::NodeId id = stack.back();
     stack.pop_back();
-    if (id >= rank0.nodes.size() || !visited.insert(id).second)
+    if (id >= home.nodes.size() || !visited.insert(id).second)
       continue;
-    const ir::Node &node = rank0.node(id);
+    const ir::Node &node = home.node(id);
     for (ir::NodeId in : node.inputs)
       stack.push_back(in);
     if (!is_related_value(store, node))
@@ -332,10 +343,10 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     return l && l->kind == Layout::Kind::PartialSum;
   };
   auto is_collective = [&](ir::NodeId id) {
-    return rank0.node(id).category == ir::OpCategory::Collective;
+    return home.node(id).category == ir::OpCategory::Collective;
   };
   auto result = [&](ir::NodeId id) {
-    const ir::Node &n = rank0.node(id);
+    const ir::Node &n = home.node(id);
     return Divergence{n.loc, n.op, n.category, *layout_of(id)};
   };
 
@@ -344,7 +355,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   auto origin_of = [&](ir::NodeId from, auto same, auto visit) {
     for (bool moved = true; moved;) {
       moved = false;
-      for (ir::NodeId in : rank0.node(from).inputs)
+      for (ir::NodeId in : home.node(from).inputs)
         if (same(in)) {
           from = in;
           moved = true;
@@ -359,10 +370,10 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   // 0. A value off by a constant factor: the factor was introduced where the
   //    chain of values scaled by that same factor begins (a local mean's
   //    scale that a later average undoes is not the culprit).
-  layouts.try_emplace(rank0_node, value_layout); // the output node itself
-  if (const Layout *out = layout_of(rank0_node); out && out->kind == Layout::Kind::Scaled)
+  layouts.try_emplace(start_node, value_layout); // the output node itself
+  if (const Layout *out = layout_of(start_node); out && out->kind == Layout::Kind::Scaled)
     return result(origin_of(
-        rank0_node,
+        start_node,
         [&](ir::NodeId in) {
           const Layout *l = layout_of(in);
           return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
@@ -372,12 +383,12 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   // 1. A partial sum that reaches the output without crossing a collective
   //    is a missing reduction: report where that partial value was made.
   std::set<ir::NodeId> unreduced;
-  for (std::vector<ir::NodeId> todo{rank0_node}; !todo.empty();) {
+  for (std::vector<ir::NodeId> todo{start_node}; !todo.empty();) {
     ir::NodeId id = todo.back();
     todo.pop_back();
     if (!unreduced.insert(id).second || is_collective(id))
       continue; // a collective is where partial values are meant to end
-    for (ir::NodeId in : rank0.node(id).inputs)
+    for (ir::NodeId in : home.node(id).inputs)
       todo.push_back(in);
   }
   std::optional<ir::NodeId> latest_partial;
@@ -397,7 +408,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   for (const auto &[id, layout] : layouts) {
     if (!bad(id) || partial(id))
       continue;
-    const auto &inputs = rank0.node(id).inputs;
+    const auto &inputs = home.node(id).inputs;
     // A partial input is fine here: partial values that reach the output
     // unreduced were handled above, so this one was meant for a reduction
     // and the node that combines it wrongly (a bias added to it, a wrong
@@ -422,7 +433,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
         if (!culprit && !is_collective(in))
           culprit = in;
       });
-      const ir::Node &n = rank0.node(culprit.value_or(start));
+      const ir::Node &n = home.node(culprit.value_or(start));
       return Divergence{n.loc, n.op, n.category, Layout{}, true};
     }
     Divergence d = result(id);
@@ -434,12 +445,15 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
                                        std::string_view missing_rule,
-                                       const std::string &subject) {
+                                       const std::string &subject,
+                                       const std::vector<int> &members) {
   auto &program = context.program;
   DistributedValue value;
   value.reference_shape = ref_out.shape;
   value.reference = ref_out.elements;
-  for (int r = 0; r < program.world(); ++r) {
+  if (static_cast<int>(members.size()) != program.world())
+    value.members = members;
+  for (int r : members) {
     const ir::Output *o = find_output(program.rank(r), ref_out.path);
     if (!o) {
       // The line comes from the reference, which has the value.
@@ -452,7 +466,14 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
     value.rank_shapes.push_back(o->shape);
     value.ranks.push_back(program.linked(r, o->elements));
   }
+  add_tensor_parallel_groups(value, program);
   return value;
+}
+
+std::vector<int> all_ranks(const frontend::LinkedProgram &program) {
+  std::vector<int> ranks(program.world());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ranks;
 }
 
 void check_value(CheckContext &context, const ValueObligation &ob) {

@@ -20,7 +20,8 @@ struct ValueObligation {
   Layout layout;                     // what the value must be
   ir::SourceLoc loc;                 // where rank 0 returns it, or the parameter is made
   std::string loc_note;              // what happens at loc, for the finding's note
-  ir::NodeId rank0_node = 0;         // where localisation starts
+  int home_rank = 0;                 // the first rank holding the value:
+  ir::NodeId home_node = 0;          // localisation starts at its node
   bool replicated_parameter = false; // its ranks' values must all agree
 };
 
@@ -28,13 +29,17 @@ struct ValueObligation {
 // finding.
 void check_value(CheckContext &context, const ValueObligation &obligation);
 
-// The value of `ref_out`'s path on every rank, or nullopt after reporting
-// `missing_rule` when a rank lacks it.
+// The value of `ref_out`'s path on each of `members` (global ranks, in
+// order), or nullopt after reporting `missing_rule` when one lacks it.
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
                                        std::string_view missing_rule,
-                                       const std::string &subject);
+                                       const std::string &subject,
+                                       const std::vector<int> &members);
 
-// Where a wrong value first went wrong: walking back from rank 0's node, the
+// 0, 1, ..., world - 1.
+std::vector<int> all_ranks(const frontend::LinkedProgram &program);
+
+// Where a wrong value first went wrong: walking back from the home rank's node, the
 // operation that produced a partial sum which is never reduced, or else the
 // first operation whose value no longer relates to the reference.
 struct Divergence {
@@ -48,8 +53,12 @@ struct Divergence {
 // no counterpart in the reference run.
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             frontend::LinkedProgram &program,
-                                            ir::NodeId rank0_node,
+                                            int home_rank, ir::NodeId start_node,
                                             const Layout &value_layout);
+
+// The entry's tensor-parallel groups, when smaller than the world.
+void add_tensor_parallel_groups(DistributedValue &value,
+                                const frontend::LinkedProgram &program);
 
 const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
 

@@ -400,6 +400,16 @@ PyObject *py_record_leaf(PyObject *, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+PyObject *py_record_tensor_parallel_group(PyObject *, PyObject *args) {
+  PyObject *ranks;
+  if (!PyArg_ParseTuple(args, "O", &ranks))
+    return nullptr;
+  trace().tensor_parallel_group = int_list<int>(ranks);
+  if (PyErr_Occurred())
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyObject *py_record_collective(PyObject *, PyObject *args) {
   const char *kind, *op, *dtype, *file, *function;
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
@@ -500,6 +510,8 @@ PyMethodDef module_methods[] = {
     {"minimum", py_lattice<false>, METH_VARARGS, "minimum(a, b)"},
     {"record_node", py_record_node, METH_VARARGS, "record one IR node"},
     {"record_leaf", py_record_leaf, METH_VARARGS, "record a parameter or input"},
+    {"record_tensor_parallel_group", py_record_tensor_parallel_group, METH_VARARGS,
+     "record the entry's tensor-parallel group"},
     {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},
     {"record_output", py_record_output, METH_VARARGS, "record an entry output"},
     {nullptr, nullptr, 0, nullptr},

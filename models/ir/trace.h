@@ -111,6 +111,9 @@ struct Output {
 struct Trace {
   int rank = 0;
   int world = 1;
+  // The entry's tensor-parallel group (global ranks), over which sharded
+  // parameters are split; empty when it is the whole world.
+  std::vector<int> tensor_parallel_group;
   std::vector<Node> nodes;
   std::vector<Leaf> leaves;
   std::vector<Collective> collectives;

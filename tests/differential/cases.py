@@ -56,7 +56,36 @@ CASES = {
         torch.tensor([[1.0, 2.0, 0.0], [3.0, 1.0, 2.0]]).ne(0).all(dim=1, keepdim=True)
         | torch.any(torch.tensor([[False, False, False], [False, True, False]]), 1, True),
         x, -x)),
+    "out_argument": ([(3,)], lambda x: _out_argument(x)),
+    "triu_tril": ([(2, 3, 3)], lambda x: x.triu(1) + torch.tril(x, -1) * 2 + torch.triu(x)),
+    "inplace_through_view": ([(2, 6)], lambda x: _inplace_through_view(x)),
+    "use_before_inplace": ([(2, 3)], lambda x: _use_before_inplace(x)),
 }
+
+
+def _use_before_inplace(x):
+    y = x * 1.0
+    z = y + 2  # the gradient of this use must not pass through the mul_ below
+    y.mul_(3.0)
+    return z * y
+
+
+def _inplace_through_view(x):
+    y = x * 1.0
+    w = y[:, 1:4]  # a view taken before the write: it sees the new values
+    v = y.view(2, 2, 3)
+    v.masked_fill_(torch.triu(torch.ones(2, 3), diagonal=1).bool(), -3.0)
+    v.mul_(3.0)
+    v.add_(1.0)
+    return torch.cat([y.flatten(), w.flatten() * 3])
+
+
+def _out_argument(x):
+    y = x.detach() * 1.0
+    torch.exp(y, out=y)  # in place through out=
+    z = torch.zeros_like(x)
+    torch.log(y + 1, out=z)
+    return x * y + z
 
 
 def _put(x, v):
@@ -73,3 +102,21 @@ def _inplace(x, y):
     z.sub_(1.0)
     z.div_(2.0)
     return z
+
+
+class _BroadcastGrad(torch.autograd.Function):
+    """A custom backward that returns, for its (3,) input, a gradient of the
+    (2, 3) shape that input broadcasts to: PyTorch sums it back."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return y * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return g * y, g * x
+
+
+CASES["function_broadcast_grad"] = ([(3,), (2, 3)], _BroadcastGrad.apply)

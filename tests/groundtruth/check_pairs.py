@@ -39,12 +39,15 @@ def _load(path):
 
 
 def _unpack(result):
-    """(model, inputs, loss, finalize_grads), as shardproof reads the entry."""
+    """(model, inputs, loss, finalize_grads, tensor_parallel_group,
+    parameter_names), as shardproof reads the entry."""
     if isinstance(result, dict):
         inputs = result["inputs"]
-        extra = result.get("loss"), result.get("finalize_grads")
+        extra = (result.get("loss"), result.get("finalize_grads"),
+                 result.get("tensor_parallel_group"),
+                 result.get("parameter_names") or (lambda name: name))
     else:
-        (_, inputs), extra = result, (None, None)
+        (_, inputs), extra = result, (None, None, None, lambda name: name)
     inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
     model = result["model"] if isinstance(result, dict) else result[0]
     return (model, inputs) + extra
@@ -58,11 +61,16 @@ def _outputs(out):
     return [t for o in out for t in _outputs(o)] if isinstance(out, (list, tuple)) else []
 
 
-def _shard(full, p, rank, world):
-    dim = getattr(p, "partition_dim", -1)
-    stride = getattr(p, "partition_stride", 1)
-    pieces = full.chunk(world * stride, dim=dim)
-    return torch.cat([pieces[c * world + rank] for c in range(stride)], dim=dim)
+def _shard_index(tensor_parallel_group):
+    """(index, count) of this rank's shards: sharded parameters are split over
+    the entry's tensor-parallel group (the world unless it names one)."""
+    ranks = dist.get_process_group_ranks(tensor_parallel_group or dist.group.WORLD)
+    return ranks.index(dist.get_rank()), len(ranks)
+
+
+def _shard_of(full, dim, stride, index, count):
+    pieces = full.chunk(count * stride, dim=dim)
+    return torch.cat([pieces[c * count + index] for c in range(stride)], dim=dim)
 
 
 def _rank_main(path, rank, world, port, reference_file, out_file):
@@ -71,15 +79,20 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=20))
     torch.manual_seed(1234)
-    model, inputs, loss_fn, finalize_grads = _unpack(_load(path).entry())
+    model, inputs, loss_fn, finalize_grads, tp_group, reference_name = \
+        _unpack(_load(path).entry())
+    # Parameters by the reference's name (an expert's local name differs).
+    named_parameters = [(reference_name(n), p) for n, p in model.named_parameters()]
     reference = torch.load(reference_file) if reference_file else None
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for name, p in named_parameters:
             if reference is None:
                 p.normal_()
             else:
                 full = reference["params"][name]
-                p.copy_(full if full.shape == p.shape else _shard(full, p, rank, world))
+                p.copy_(full if full.shape == p.shape else _shard_of(
+                    full, getattr(p, "partition_dim", -1),
+                    getattr(p, "partition_stride", 1), *_shard_index(tp_group)))
     # Inputs come from the fixed seed: an entry draws them before building
     # its model, so every rank draws what the reference drew (and a rank that
     # builds its own input, such as zeros on ranks without data, keeps it).
@@ -94,14 +107,15 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
         finalize_grads()
     saved = {"out": [t.detach() for t in _outputs(out)],
              "param_grads": {n: None if p.grad is None else p.grad.detach().clone()
-                             for n, p in model.named_parameters()},
+                             for n, p in named_parameters},
              "param_attrs": {n: (getattr(p, "partition_dim", -1),
                                  getattr(p, "partition_stride", 1))
-                             for n, p in model.named_parameters()},
+                             for n, p in named_parameters},
+             "shard": _shard_index(tp_group),
              "input_grads": [x.grad.detach() if isinstance(x, torch.Tensor) and
                              x.grad is not None else None for x in inputs]}
     if reference is None:
-        saved["params"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        saved["params"] = {n: p.detach().clone() for n, p in named_parameters}
         saved["inputs"] = [x.detach().clone() if isinstance(x, torch.Tensor) else x
                            for x in inputs]
     torch.save(saved, out_file)
@@ -157,27 +171,25 @@ def _close(a, b):
     return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
 
 
-def _shard_of(full, dim, stride, rank, world):
-    pieces = full.chunk(world * stride, dim=dim)
-    return torch.cat([pieces[c * world + rank] for c in range(stride)], dim=dim)
 
 
 def step_reconciles(reference, ranks):
     """Outputs, parameter gradients and input gradients all agree."""
-    world = len(ranks)
     for k, ref_out in enumerate(reference["out"]):
         if not reconciles(ref_out, [r["out"][k] for r in ranks]):
             return False
     for name, ref_grad in reference["param_grads"].items():
-        for rank, r in enumerate(ranks):
-            grad = r["param_grads"].get(name)
+        for r in ranks:
+            if name not in r["param_grads"]:
+                continue  # not held here (an expert on other ranks)
+            grad = r["param_grads"][name]
             if (grad is None) != (ref_grad is None):
                 return False
             if grad is None:
                 continue
             dim, stride = r["param_attrs"][name]
             want = ref_grad if grad.shape == ref_grad.shape else \
-                _shard_of(ref_grad, dim, stride, rank, world)
+                _shard_of(ref_grad, dim, stride, *r["shard"])
             if not _close(grad, want):
                 return False
     # Only inputs handed to the model whole (a rank's batch slice is scaled by

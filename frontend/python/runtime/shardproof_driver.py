@@ -4,6 +4,7 @@ returns, and every parameter, input and output recorded for the linker.
 
 run_rank returns None on success, or (kind, file, line, message) where kind
 is "bad-input" (the harness is wrong) or "unsupported" (we cannot model it)."""
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -56,26 +57,61 @@ def _load(path):
     return module
 
 
+@dataclasses.dataclass
+class _Entry:
+    """What the entry returned (docs/entry-contract.md)."""
+    model: object
+    inputs: object
+    loss: object = None
+    finalize_grads: object = None
+    tensor_parallel_group: object = None
+    parameter_names: object = None  # rank's qualified name -> the reference's
+
+    def parameters(self):
+        """(reference name, parameter) for every parameter of the model."""
+        if not hasattr(self.model, "named_parameters"):
+            return
+        for name, p in self.model.named_parameters():
+            yield (self.parameter_names(name) if self.parameter_names else name), p
+
+
+_ENTRY_KEYS = tuple(f.name for f in dataclasses.fields(_Entry))
+
+
 def _unpack(result, path, line):
-    """(model, inputs, loss, finalize_grads) from what the entry returned."""
     if isinstance(result, dict):
         if "model" not in result or "inputs" not in result:
             raise HarnessError(path, line, "the entry's dict needs 'model' and 'inputs'")
-        for key in ("loss", "finalize_grads"):
+        unknown = sorted(set(result) - set(_ENTRY_KEYS))
+        if unknown:
+            raise HarnessError(path, line, f"the entry's dict has unknown keys {unknown}; "
+                               f"it may have {list(_ENTRY_KEYS)}")
+        for key in ("loss", "finalize_grads", "parameter_names"):
             if result.get(key) is not None and not callable(result[key]):
                 raise HarnessError(path, line, f"the entry's '{key}' is not callable")
-        return (result["model"], result["inputs"], result.get("loss"),
-                result.get("finalize_grads"))
+        group = result.get("tensor_parallel_group")
+        if group is not None and not hasattr(group, "ranks"):
+            raise HarnessError(path, line, "the entry's 'tensor_parallel_group' is a "
+                               f"{type(group).__name__}, not a process group")
+        return _Entry(**result)
     if isinstance(result, (tuple, list)) and len(result) == 2:
-        return result[0], result[1], None, None
+        return _Entry(result[0], result[1])
     raise HarnessError(path, line, "the entry must return (model, inputs) or a dict "
                        f"with 'model' and 'inputs', not {type(result).__name__}")
 
 
-def _record_parameters(model):
-    rank = dist.get_rank()
-    world = dist.get_world_size()
-    for name, p in model.named_parameters():
+def _record_parameters(entry):
+    """A parameter carrying `partition_dim` is shard (rank in the
+    tensor-parallel group) of (its size); the group is the world unless the
+    entry names it."""
+    group = entry.tensor_parallel_group or dist.group.WORLD
+    if dist.get_rank() not in group.ranks:
+        raise _tracing.Unsupported("this rank is not in the entry's tensor_parallel_group")
+    rank = group.ranks.index(dist.get_rank())
+    world = len(group.ranks)
+    if world != dist.get_world_size():
+        _sp.record_tensor_parallel_group(list(group.ranks))
+    for name, p in entry.parameters():
         dim = getattr(p, "partition_dim", -1)
         if not getattr(p, "tensor_model_parallel", dim >= 0):
             dim = -1
@@ -136,9 +172,9 @@ def _differentiable(inputs):
     return tuple(out)
 
 
-def _backward(out, loss_fn, finalize_grads, model, inputs):
+def _backward(out, entry, inputs):
     """Runs the training step's backward half and records every gradient."""
-    if loss_fn is None:
+    if entry.loss is None:
         parts = [t.sum() for _, t in _tensors(out) if t.requires_grad]
         if not parts:
             return
@@ -146,32 +182,37 @@ def _backward(out, loss_fn, finalize_grads, model, inputs):
         for p in parts[1:]:
             loss = loss + p
     else:
-        loss = loss_fn(out)
+        loss = entry.loss(out)
     if not isinstance(loss, Tensor) or not loss.requires_grad:
         return
     _Phase.current = "backward"
     loss.backward()
-    if finalize_grads is not None:
+    if entry.finalize_grads is not None:
         _Phase.current = "finalize_grads()"
-        finalize_grads()
-    if hasattr(model, "named_parameters"):
-        for name, p in model.named_parameters():
-            if p.grad is not None:
-                _record(p.grad, f"grad({name})", "param-grad", name)
+        entry.finalize_grads()
+    for name, p in entry.parameters():
+        if p.grad is not None:
+            _record(p.grad, f"grad({name})", "param-grad", name)
     for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.grad is not None:
             _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")
 
 
 def _user_frame(tb, path):
-    """The innermost traceback frame in the analysed tree, else in the harness."""
+    """The innermost traceback frame in the analysed tree, else the innermost
+    one that is not ours (a framework a recipe builds: the line that stopped
+    it), else the harness."""
     root = os.path.dirname(path)
-    best = None
+    best = outside = None
     for frame, line in traceback.walk_tb(tb):
         filename = frame.f_code.co_filename
-        if filename.startswith(root) and not _tracing._is_runtime(filename):
+        if _tracing._is_runtime(filename):
+            continue
+        if filename.startswith(root):
             best = (filename, line)
-    return best or (path, 0)
+        else:
+            outside = (filename, line)
+    return best or outside or (path, 0)
 
 
 class _Phase:
@@ -188,30 +229,30 @@ def _run(path, func, world, rank):
     _tracing.reset(os.path.dirname(path))
     _Phase.current = "loading the file"
     module = _load(path)
-    entry = getattr(module, func, None)
-    if entry is None or not callable(entry):
+    function = getattr(module, func, None)
+    if function is None or not callable(function):
         defined = sorted(n for n, v in vars(module).items()
                          if callable(v) and getattr(v, "__module__", None) == module.__name__
                          and not isinstance(v, type) and not n.startswith("_"))
         hint = f" (it defines: {', '.join(defined)})" if defined else ""
         raise HarnessError(path, 1, f"no function '{func}' in this file{hint}")
-    line = entry.__code__.co_firstlineno if hasattr(entry, "__code__") else 0
+    line = function.__code__.co_firstlineno if hasattr(function, "__code__") else 0
     dist.init_process_group("nccl")
     _Phase.current = f"{func}()"
     _tracing.state.building = True  # writes into Parameters are initialisation
     try:
-        result = entry()
+        result = function()
     finally:
         _tracing.state.building = False
-    model, inputs, loss_fn, finalize_grads = _unpack(result, path, line)
+    entry = _unpack(result, path, line)
+    model, inputs = entry.model, entry.inputs
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
     inputs = tuple(inputs)
     if not callable(model):
         raise HarnessError(path, line, f"the entry's model is a {type(model).__name__}, "
                            "not a module or callable")
-    if hasattr(model, "named_parameters"):
-        _record_parameters(model)
+    _record_parameters(entry)
     _name_inputs(inputs)
     inputs = _differentiable(inputs)
     _Phase.current = f"the forward of {type(model).__name__}"
@@ -221,7 +262,7 @@ def _run(path, func, world, rank):
             f"the model's output is the unmodelled value {out._name} from {out._origin}")
     for out_path, t in _tensors(out):
         _record(t, out_path)
-    _backward(out, loss_fn, finalize_grads, model, inputs)
+    _backward(out, entry, inputs)
 
 
 def run_rank(path, func, world, rank):

@@ -12,6 +12,7 @@ from ._dtypes import (  # noqa: F401
     dtype, float64, float32, float16, bfloat16, int64, int32, int16, int8,
     uint8, uint16, uint32, uint64, bool, double, float, half, long, int, short,
     float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
+    complex32, complex64, complex128, chalf, cfloat, cdouble,
 )
 from . import _dtypes
 from ._tensor import (  # noqa: F401
@@ -23,8 +24,37 @@ from ._tracing import Unsupported  # noqa: F401
 
 __version__ = "2.4.0+shardproof"
 FloatTensor = HalfTensor = BFloat16Tensor = LongTensor = Tensor
-contiguous_format = preserve_format = channels_last = None
-strided = "strided"
+DoubleTensor = IntTensor = ShortTensor = CharTensor = ByteTensor = BoolTensor = Tensor
+
+
+class memory_format:
+    """A memory format: a layout hint only, stand-in tensors have values, not
+    memory."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+contiguous_format, preserve_format, channels_last, channels_last_3d = (
+    memory_format(n) for n in ("contiguous_format", "preserve_format",
+                               "channels_last", "channels_last_3d"))
+
+
+class layout:
+    """A tensor memory layout; every stand-in tensor is strided."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+strided, sparse_coo, sparse_csr, _mkldnn = (
+    layout(n) for n in ("strided", "sparse_coo", "sparse_csr", "_mkldnn"))
 
 
 def _shape(shape):
@@ -117,17 +147,27 @@ def full_like(t, value, dtype=None, **kwargs):
 
 # ---- functions ---------------------------------------------------------------
 def _unary(name):
-    def fn(x, *args, **kwargs):
-        return getattr(x, name)(*args, **kwargs)
+    def fn(x, *args, out=None, **kwargs):
+        result = getattr(x, name)(*args, **kwargs)
+        return result if out is None else _write_out(out, result)
     fn.__name__ = name
     return fn
+
+
+def _write_out(out, result):
+    """`torch.f(..., out=t)`: the result is written into t (which may be an
+    input: an in-place op), t is returned."""
+    if tuple(out.shape) != tuple(result.shape):
+        raise Unsupported("out= with a tensor of another shape (a resize)")
+    return out.copy_(result)
 
 
 for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "abs", "neg", "sum", "mean", "var", "amax", "amin", "norm", "square",
               "reciprocal", "clamp", "clip", "flatten", "transpose", "permute",
               "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
-              "log_softmax", "unbind", "select", "clone", "detach", "all", "any"):
+              "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
+              "triu", "tril", "topk"):
     globals()[_name] = _unary(_name)
 
 
@@ -417,4 +457,6 @@ class Generator:
 
 
 from . import cuda, jit, autograd, nn, distributed, version, storage, serialization, _C  # noqa: E402,F401,E501
+from . import compiler, library, optim  # noqa: E402,F401
+from .library import ops  # noqa: E402,F401
 from .autograd import Function  # noqa: E402,F401

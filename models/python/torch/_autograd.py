@@ -4,6 +4,8 @@ topological order, running the real Python backward of custom Functions, so
 the collectives a framework hides in its backward are recorded like any
 other. Gradients are tensors of terms, recorded in the IR at the line of the
 forward op they belong to."""
+import weakref
+
 import numpy as np
 
 from . import _tracing
@@ -19,7 +21,7 @@ class GradNode:
     Tensor or None) per entry of `inputs`."""
 
     __slots__ = ("name", "vjp", "inputs", "loc", "num_outputs", "takes_tensors",
-                 "__weakref__")
+                 "_next", "_edges", "__weakref__")
 
     def __init__(self, name, vjp, inputs, loc, num_outputs=1, takes_tensors=False):
         # Built-in VJPs work on arrays; a custom Function's backward is user
@@ -30,6 +32,83 @@ class GradNode:
         self.inputs = inputs
         self.loc = loc
         self.num_outputs = num_outputs
+        self._next = None
+        # Where each input's gradient goes, fixed now as in PyTorch: a later
+        # in-place write to an input gives it a new grad_fn, which must not
+        # reroute the gradient of this earlier use.
+        Tensor = _tensor_type()
+        self._edges = tuple(
+            (i.grad_fn, getattr(i, "_output_nr", 0), i.requires_grad)
+            if isinstance(i, Tensor) else (None, 0, False) for i in inputs)
+
+    @property
+    def next_functions(self):
+        """(node, output_nr) per input, as in PyTorch: the input's grad_fn,
+        the AccumulateGrad node of a leaf that requires grad, or None. The
+        node holds them, so a leaf's accumulator lives as long as a graph
+        that reaches it (the grad-accumulator trick of Megatron's DDP)."""
+        if self._next is None:
+            Tensor = _tensor_type()
+            edges = []
+            for inp in self.inputs:
+                if isinstance(inp, Tensor) and inp.grad_fn is not None:
+                    edges.append((inp.grad_fn, getattr(inp, "_output_nr", 0)))
+                elif isinstance(inp, Tensor) and inp.requires_grad:
+                    edges.append((grad_accumulator(inp), 0))
+                else:
+                    edges.append((None, 0))
+            self._next = tuple(edges)
+        return self._next
+
+    def register_hook(self, hook):
+        raise _tracing.Unsupported("a hook on an autograd node other than a "
+                                   "leaf's AccumulateGrad")
+
+    register_prehook = register_hook
+
+
+class AccumulateGrad:
+    """The node that adds a gradient into a leaf's .grad. PyTorch keeps one
+    per leaf while something holds it (a graph, or the user: Megatron's DDP
+    keeps them in grad_accs); its hooks run after the accumulation, its
+    pre-hooks before, and it is found again through the leaf while alive."""
+
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+        self._hooks = []
+        self._prehooks = []
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs), after .grad is updated."""
+        from ._tensor import _RemovableHook
+        self._hooks.append(hook)
+        return _RemovableHook(self._hooks, hook)
+
+    def register_prehook(self, hook):
+        """hook(grad_outputs) -> None or replaced grad_outputs, before."""
+        from ._tensor import _RemovableHook
+        self._prehooks.append(hook)
+        return _RemovableHook(self._prehooks, hook)
+
+
+def grad_accumulator(leaf):
+    """The leaf's live AccumulateGrad node, made if none is alive."""
+    ref = leaf.__dict__.get("_grad_accumulator")
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._grad_accumulator = weakref.ref(node)
+    return node
+
+
+def _live_accumulator(leaf):
+    ref = leaf.__dict__.get("_grad_accumulator")
+    return ref() if ref is not None else None
 
 
 def _tensor_type():
@@ -56,7 +135,6 @@ def attach(out, name, vjp, inputs, loc=None):
 def _topological(root):
     order, seen = [], set()
     stack = [(root, False)]
-    Tensor = _tensor_type()
     while stack:
         node, done = stack.pop()
         if done:
@@ -66,9 +144,9 @@ def _topological(root):
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for inp in node.inputs:
-            if isinstance(inp, Tensor) and inp.grad_fn is not None:
-                stack.append((inp.grad_fn, False))
+        for grad_fn, _, _ in node._edges:
+            if grad_fn is not None:
+                stack.append((grad_fn, False))
     order.reverse()  # consumers before producers
     return order
 
@@ -99,8 +177,8 @@ def backward(root, gradient):
                 continue
             results = node.vjp(grads if node.takes_tensors else
                                [None if g is None else g._a for g in grads])
-            for inp, g in zip(node.inputs, results):
-                if g is None or not isinstance(inp, Tensor) or not inp.requires_grad:
+            for inp, (grad_fn, nr, needs), g in zip(node.inputs, node._edges, results):
+                if g is None or not isinstance(inp, Tensor) or not needs:
                     continue
                 # In the IR a gradient depends on the output gradients and on
                 # the forward values its VJP reads (the op's inputs).
@@ -110,19 +188,26 @@ def backward(root, gradient):
                     replaced = hook(g)
                     if replaced is not None:
                         g = replaced
-                if inp.grad_fn is None:
+                if grad_fn is None:
                     _accumulate_leaf(inp, g)
                 else:
-                    slot = slots.setdefault(id(inp.grad_fn),
-                                            [None] * inp.grad_fn.num_outputs)
-                    nr = inp._output_nr
+                    slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
                     slot[nr] = g if slot[nr] is None else slot[nr] + g
 
 
 def _accumulate_leaf(leaf, g):
+    node = _live_accumulator(leaf)
+    if node is not None:
+        for hook in list(node._prehooks):
+            replaced = hook((g,))
+            if replaced is not None:
+                g = replaced[0]
     leaf.grad = g if leaf.grad is None else leaf.grad + g
-    for hook in getattr(leaf, "_post_accumulate_hooks", ()):
+    for hook in list(getattr(leaf, "_post_accumulate_hooks", ())):
         hook(leaf)
+    if node is not None:
+        for hook in list(node._hooks):
+            hook((), (g,))
 
 
 class _no_grad:

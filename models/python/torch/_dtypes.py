@@ -21,6 +21,9 @@ class dtype:
         into a view reaches its base, ints and bools stay concrete."""
         if self.is_floating_point:
             return object
+        if self.is_complex:
+            from ._tracing import Unsupported
+            raise Unsupported(f"a tensor of dtype torch.{self.name} (complex numbers are not modelled)")
         return np.bool_ if self.name == "bool" else np.int64
 
 
@@ -43,6 +46,11 @@ uint16 = dtype("uint16", False, 2, is_signed=False)
 uint32 = dtype("uint32", False, 4, is_signed=False)
 uint64 = dtype("uint64", False, 8, is_signed=False)
 bool = dtype("bool", False, 1, is_signed=False)  # noqa: A001 (torch's name)
+# Complex dtypes exist for code that names them; a complex tensor stops tracing.
+complex32, complex64, complex128 = (dtype(f"complex{8 * n}", False, n) for n in (4, 8, 16))
+for _c in (complex32, complex64, complex128):
+    _c.is_complex = True
+chalf, cfloat, cdouble = complex32, complex64, complex128
 
 double, float, half = float64, float32, float16  # noqa: A001
 long, int, short = int64, int32, int16  # noqa: A001

@@ -3,6 +3,7 @@ symbolic terms (_shardproof.Term), plus the IR node that produced it."""
 import builtins
 import math
 import operator
+import weakref
 
 import numpy as np
 
@@ -316,6 +317,7 @@ def _index(key):
 
 class Tensor:
     __array_priority__ = 1000  # numpy defers to our operators
+    _base = None  # a view's base tensor (see _view)
 
     def __init__(self, array, dtype, node=None, requires_grad=False):
         self._a = array
@@ -352,8 +354,26 @@ class Tensor:
     device = property(lambda self: device("cuda"))
     is_cuda = property(lambda self: True)
     is_leaf = property(lambda self: self.grad_fn is None)
-    data = property(lambda self: self)
-    layout = property(lambda self: "strided")
+    def _set_data(self, value):
+        """`t.data = v`: t takes v's values, shape and dtype, keeping its
+        identity (and, as a Parameter, its place in the model). While the
+        entry builds the model a Parameter keeps its own symbolic values (a
+        proof covers every value of the weights) and takes only the dtype."""
+        if getattr(self, "_is_parameter", False) and _tracing.state.building:
+            if tuple(value.shape) != tuple(self.shape):
+                raise Unsupported("re-pointing a Parameter's .data at a tensor "
+                                  "of another shape while the model is built")
+            self.dtype = value.dtype
+            return
+        self._a = value._a
+        self._node = value._node
+        self.dtype = value.dtype
+
+    data = property(lambda self: self, _set_data)
+    @property
+    def layout(self):
+        from torch import strided
+        return strided
 
     def is_contiguous(self, memory_format=None):
         return True
@@ -682,6 +702,24 @@ class Tensor:
         return record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
                       "reduction", (self,))
 
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest (smallest) elements along `dim` and their indices.
+        Which elements are picked depends on the values: over symbolic values
+        one choice is not a proof for every input, so tracing stops here."""
+        d = _dim(dim, self.ndim)
+        keys = self._a
+        if keys.dtype == object:
+            if any(isinstance(v, _sp.Term) and not v.is_const for v in keys.ravel()):
+                raise Unsupported("topk over symbolic values: which elements it picks "
+                                  "depends on the values")
+            keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
+        order = np.argsort(-keys if largest else keys, axis=d, kind="stable")
+        picked = np.take(order, np.arange(int(k)), axis=d)
+        values = _movement("topk", "view",
+                           lambda a: np.take_along_axis(a, picked, axis=d), (self,))
+        indices = record(picked.astype(np.int64), _dtypes.int64, "topk", "reduction", (self,))
+        return _ValuesIndices(values, indices)
+
     def norm(self, p=2, dim=None, keepdim=False):
         return (self * self).sum(dim, keepdim).sqrt()
 
@@ -701,6 +739,12 @@ class Tensor:
         if np.shares_memory(out._a, self._a):
             base = getattr(self, "_base", None)
             out._base = self if base is None else base
+            # How to take this view of its base (an in-place write through
+            # it rewrites the base's history, as PyTorch's CopySlices does).
+            inner = getattr(self, "_view_fn", None)
+            out._view_fn = fn if base is None else \
+                (None if inner is None else (lambda a: fn(inner(a))))
+            out._base.__dict__.setdefault("_views", {})[id(out)] = weakref.ref(out)
         return out
 
     def view(self, *shape):
@@ -712,6 +756,9 @@ class Tensor:
     def reshape(self, *shape):
         shape = _shape_args(shape)
         return self._view("reshape", lambda a: a.reshape(shape))
+
+    def ravel(self):
+        return self.reshape(-1)
 
     def view_as(self, other):
         return self.view(other.shape)
@@ -768,6 +815,15 @@ class Tensor:
         reps = _shape_args(reps)
         return self._view("repeat", lambda a: np.tile(a, reps))
 
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two dimensions; the rest is 0."""
+        k = builtins.int(diagonal)
+        return _movement("triu", "index", lambda a: np.triu(a, k), (self,))
+
+    def tril(self, diagonal=0):
+        k = builtins.int(diagonal)
+        return _movement("tril", "index", lambda a: np.tril(a, k), (self,))
+
     def narrow(self, dim, start, length):
         index = [slice(None)] * self.ndim
         index[_dim(dim, self.ndim)] = slice(start, start + length)
@@ -814,7 +870,8 @@ class Tensor:
     # it) and taking over its IR node and autograd history.
     def _old(self):
         if getattr(self, "_base", None) is not None and self._base.requires_grad \
-                and _autograd.GradMode.enabled:
+                and _autograd.GradMode.enabled and \
+                getattr(self, "_view_fn", None) is None:
             raise Unsupported("an in-place write into a view of a tensor that "
                               "requires grad")
         old = Tensor(self._a.copy(), self.dtype, self._node, self.requires_grad)
@@ -830,12 +887,52 @@ class Tensor:
             # (zero_, fill_, copy_): a proof covers every value of the
             # weights, so it keeps its own. Writes in the forward are real.
             return self
+        tracked = _autograd.GradMode.enabled and (
+            result.requires_grad or target.requires_grad)
+        if tracked and base is not None and getattr(self, "_view_fn", None) is not None:
+            # The base gets the new value where this view lies, its old one
+            # elsewhere; the view (and every other view of it) is re-taken.
+            view_fn = self._view_fn
+
+            def put(old, new):
+                out = np.array(old, copy=True)
+                region = view_fn(out)
+                if not np.shares_memory(region, out):
+                    raise Unsupported("an in-place write through a view numpy "
+                                      "cannot take again")
+                region[...] = new
+                return out
+
+            base._overwrite(_movement("copy_slices", "elementwise", put,
+                                      (base._old(), result)))
+            return self
         self._a[...] = result._a
         self._node = result._node
         self.requires_grad = result.requires_grad
         self.grad_fn = result.grad_fn
         self._output_nr = getattr(result, "_output_nr", 0)
+        if tracked:
+            self._retake_views()
         return self
+
+    def _retake_views(self):
+        """After an in-place write that autograd sees, every live view of
+        this tensor is a view of its new value (PyTorch regenerates a view's
+        grad_fn when its base's version changes)."""
+        views = self.__dict__.get("_views", {})
+        for key, ref in list(views.items()):
+            view = ref()
+            if view is None:
+                del views[key]
+                continue
+            fn = getattr(view, "_view_fn", None)
+            if fn is None:
+                continue
+            fresh_view = _movement("view", "view", fn, (self,))
+            view._node = fresh_view._node
+            view.requires_grad = fresh_view.requires_grad
+            view.grad_fn = fresh_view.grad_fn
+            view._output_nr = 0
 
     def _inplace(self, op, *inputs):
         """Records the current storage as a new value of this tensor (used
@@ -860,6 +957,20 @@ class Tensor:
 
     def div_(self, o):
         return self._overwrite(self._old() / o)
+
+    # `t += x` and friends write into t's storage (every view sees it), as in
+    # PyTorch; without these Python would rebind the name to a new tensor.
+    def __iadd__(self, o):
+        return self.add_(o)
+
+    def __isub__(self, o):
+        return self.sub_(o)
+
+    def __imul__(self, o):
+        return self.mul_(o)
+
+    def __itruediv__(self, o):
+        return self.div_(o)
 
     def fill_(self, v):
         return self._overwrite(_movement(

@@ -46,6 +46,10 @@ class Function:
                 result = cls.backward(ctx, *grads)
                 result = result if isinstance(result, tuple) else (result,)
                 # backward returns one gradient per forward argument
+                tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+                result = [_validate(cls, tensors.index(i) if i in tensors else i, a, g)
+                          for i, (a, g) in enumerate(zip(args, result))] + \
+                    list(result[len(args):])
                 return list(result) + [None] * (len(args) - len(result))
 
             node = _autograd.GradNode(name, vjp, args, loc, len(wrapped),
@@ -62,6 +66,24 @@ class Function:
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError
+
+
+def _validate(cls, index, arg, grad):
+    """PyTorch's check of a custom backward's gradient against its input: a
+    gradient of the input's shape passes, one the input broadcasts to is
+    summed back to it, any other shape is an error."""
+    if not (isinstance(arg, Tensor) and isinstance(grad, Tensor)) or \
+            tuple(grad.shape) == tuple(arg.shape):
+        return grad
+    shape, gshape = tuple(arg.shape), tuple(grad.shape)
+    lead = len(gshape) - len(shape)
+    if lead >= 0 and all(s in (1, g) for s, g in zip(shape, gshape[lead:])):
+        dims = tuple(range(lead)) + tuple(
+            lead + i for i, (s, g) in enumerate(zip(shape, gshape[lead:])) if s == 1 and g != 1)
+        return (grad.sum(dim=dims, keepdim=True) if dims else grad).reshape(shape)
+    raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid gradient at "
+                       f"index {index} - got {list(gshape)} but expected shape compatible "
+                       f"with {list(shape)}")
 
 
 def _zeros_like(t):

@@ -2,6 +2,8 @@
 time. A collective records its inputs and returns placeholders that the linker
 resolves once every rank has run. As in PyTorch, raw collectives are invisible
 to autograd."""
+import contextlib
+
 import numpy as np
 
 import _shardproof as _sp
@@ -260,6 +262,29 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     flat, node = _collective("all_to_all", "sum", group, input, input._a.shape)
     _write(output, flat, node)
     return _done(async_op)
+
+
+class _CoalescingManager:
+    """What `with _coalescing_manager(...) as cm` yields: the collectives
+    issued inside are already complete here, so wait() has nothing to do."""
+
+    def __init__(self):
+        self.works = []
+
+    def append(self, work):
+        if work:
+            self.works.append(work)
+
+    def wait(self):
+        for work in self.works:
+            work.wait()
+
+
+@contextlib.contextmanager
+def _coalescing_manager(group=None, device=None, async_ops=False):
+    """Coalescing only fuses the kernels of the collectives issued inside;
+    each is recorded on its own, in order, with the same result."""
+    yield _CoalescingManager()
 
 
 def _point_to_point(*a, **k):

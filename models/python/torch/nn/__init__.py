@@ -19,3 +19,27 @@ class _Parallel:
 
 
 parallel = _Parallel
+
+
+def _module_package():
+    """In PyTorch torch.nn.modules is a package, and code imports from its
+    submodules (`from torch.nn.modules.module import Module`). Here it is one
+    file: each submodule is registered as a view of the classes it defines."""
+    import sys
+    import types
+    from . import modules
+    layout = {"module": ("Module",), "linear": ("Linear", "Identity"),
+              "sparse": ("Embedding",), "normalization": ("LayerNorm",),
+              "dropout": ("Dropout",), "container": (
+                  "Sequential", "ModuleList", "ModuleDict", "ParameterList"),
+              "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax")}
+    modules.__path__ = []
+    for sub, names in layout.items():
+        view = types.ModuleType(f"{modules.__name__}.{sub}")
+        for name in names:
+            setattr(view, name, getattr(modules, name))
+        sys.modules[view.__name__] = view
+        setattr(modules, sub, view)
+
+
+_module_package()

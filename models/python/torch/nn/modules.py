@@ -18,16 +18,29 @@ class Module:
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
+        # As PyTorch's: a Parameter or Module replaces whatever held the name
+        # before (a plain attribute `self.router = None` set earlier, say).
+        def remove_from(*stores):
+            for store in stores:
+                if name in store:
+                    del store[name]
+
+        d = self.__dict__
         if isinstance(value, Parameter):
-            self.__dict__.get("_parameters", {}).pop(name, None)
+            remove_from(d, d.get("_buffers", {}), d.get("_modules", {}))
             self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
-        elif name in self.__dict__.get("_parameters", {}):
+        elif name in d.get("_parameters", {}):
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} to parameter {name}")
             self._parameters[name] = None
-        elif name in self.__dict__.get("_buffers", {}):
+        elif isinstance(value, Module):
+            remove_from(d, d.get("_parameters", {}), d.get("_buffers", {}))
+            self._modules[name] = value
+        elif name in d.get("_modules", {}):
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as child module {name}")
+            self._modules[name] = None
+        elif name in d.get("_buffers", {}):
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -357,6 +370,24 @@ class Softmax(Module):
 
     def forward(self, x):
         return F.softmax(x, self.dim)
+
+
+def _unmodelled(name):
+    """A layer the stand-in does not model: code may name the class (tables
+    of layer types, isinstance checks); building one stops tracing there."""
+    class Unmodelled(Module):
+        def __init__(self, *a, **k):
+            from .. import _tracing
+            raise _tracing.Unsupported(f"torch.nn.{name} is not modelled")
+    Unmodelled.__name__ = Unmodelled.__qualname__ = name
+    return Unmodelled
+
+
+(Conv1d, Conv2d, Conv3d, BatchNorm1d, BatchNorm2d, EmbeddingBag, LeakyReLU,
+ RNN, GRU, LSTM, RNNCell, GRUCell, LSTMCell) = map(
+    _unmodelled, ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d",
+                  "EmbeddingBag", "LeakyReLU", "RNN", "GRU", "LSTM", "RNNCell",
+                  "GRUCell", "LSTMCell"))
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["Tensor", "init", "_dtypes"]
