@@ -136,11 +136,17 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                              {"file", display_path(o.loc.file)},
                              {"line", o.loc.line}});
     }
-    targets.push_back({{"target", r.target.str()},
-                       {"world", r.world},
-                       {"verdict", r.verdict()},
-                       {"seconds", r.seconds},
-                       {"obligations", obligations}});
+    nlohmann::json target = {{"target", r.target.str()},
+                             {"world", r.world},
+                             {"verdict", r.verdict()},
+                             {"seconds", r.seconds},
+                             {"obligations", obligations}};
+    if (r.trace)
+      target["trace"] = {{"nodes", r.trace->nodes},
+                         {"collectives", r.trace->collectives},
+                         {"ops", r.trace->ops},
+                         {"opaque_values", r.trace->opaque_values}};
+    targets.push_back(std::move(target));
   }
   // The worst verdict of any target.
   std::string overall = "proved";

@@ -1,12 +1,16 @@
 #include "analyzer/session.h"
 
 #include "frontend/python/linker.h"
+#include "models/terms/term_store.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 
 namespace shardproof::analyzer {
 
@@ -71,6 +75,26 @@ void apply_suppressions(std::vector<checkers::Finding> &findings,
 }
 } // namespace
 
+namespace {
+TraceSummary summarize(const terms::TermStore &store, const ir::Trace &trace) {
+  TraceSummary summary;
+  summary.nodes = trace.nodes.size();
+  summary.collectives = trace.collectives.size();
+  std::vector<terms::TermId> elements;
+  for (const ir::Node &node : trace.nodes) {
+    ++summary.ops[node.op];
+    elements.insert(elements.end(), node.elements.begin(), node.elements.end());
+  }
+  std::set<std::string> opaque;
+  for (terms::TermId v : terms::variables_of(store, elements))
+    if (store.variable(v).kind == terms::VarKind::Opaque)
+      opaque.insert(fmt::format("{} ({})", store.variable(v).name,
+                                store.variable(v).origin));
+  summary.opaque_values.assign(opaque.begin(), opaque.end());
+  return summary;
+}
+} // namespace
+
 TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TargetResult result;
@@ -99,6 +123,7 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
           {"trace " + target.str(), result.failure->loc, std::move(blocked)});
     }
   } else {
+    result.trace = summarize(store, ranks[0]);
     frontend::LinkedProgram program(store, reference, ranks);
     checkers::CheckContext context{store, program, options.prover, {}, {}};
     for (auto &check : checkers::make_checks(options.checks))

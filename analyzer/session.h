@@ -6,6 +6,7 @@
 #include "frontend/python/interpreter.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,15 @@ struct SessionOptions {
   prover::ProverOptions prover;
 };
 
+// What tracing rank 0 recorded, for coverage reports: operations by name
+// (gradients as "grad:<op>"), collectives, and the unmodelled (opaque)
+// values its nodes hold, as "name (file:line)".
+struct TraceSummary {
+  std::map<std::string, int> ops;
+  std::size_t nodes = 0, collectives = 0;
+  std::vector<std::string> opaque_values;
+};
+
 struct TargetResult {
   Target target;
   int world = 0;
@@ -36,6 +46,7 @@ struct TargetResult {
   // Findings on a line marked `# shardproof: ignore[SP0xx]` for their rule.
   std::vector<checkers::Finding> suppressed;
   std::vector<checkers::ObligationResult> obligations;
+  std::optional<TraceSummary> trace; // when every rank traced
   double seconds = 0;
 
   // "proved", "refuted", "unknown", "accepted" (every refutation is

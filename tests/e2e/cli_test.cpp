@@ -137,6 +137,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "ImportError: helper needs a newer torch"},
         BadInput{"tests/e2e/bad/bad_return.py::entry",
                  "^tests/e2e/bad/bad_return\\.py:4: error: the entry must return"},
+        BadInput{"tests/e2e/bad/unknown_entry_key.py::entry",
+                 "^tests/e2e/bad/unknown_entry_key\\.py:4: error: the entry's dict has "
+                 "unknown keys \\['finalise_grads'\\]"},
+        BadInput{"tests/e2e/bad/unknown_entry_key.py::bad_group",
+                 "^tests/e2e/bad/unknown_entry_key\\.py:9: error: the entry's "
+                 "'tensor_parallel_group' is a list, not a process group"},
         BadInput{"tests/e2e/bad/does_not_exist.py::entry",
                  "^tests/e2e/bad/does_not_exist\\.py: error: no such file"},
         BadInput{
@@ -176,6 +182,22 @@ TEST(ImportPolicy, UnknownModuleValueIsNeverProved) {
                  std::to_string(line)),
       std::string::npos)
       << r.out;
+}
+
+TEST(ImportPolicy, TraceSummaryNamesOpaqueValuesAndCountsOps) {
+  auto r = run_cli({"check", "tests/e2e/frontend/unknown_module.py", "--world", "2",
+                    "--format", "json"});
+  auto doc = nlohmann::json::parse(r.out);
+  const auto &trace = doc["targets"][0]["trace"];
+  int line =
+      line_of("tests/e2e/frontend/unknown_module.py", "vendor_kernels.default_scale");
+  EXPECT_EQ(trace["opaque_values"],
+            nlohmann::json::array({"vendor_kernels.default_scale(...) "
+                                   "(tests/e2e/frontend/unknown_module.py:" +
+                                   std::to_string(line) + ")"}));
+  EXPECT_EQ(trace["ops"]["mul"], 2) << trace.dump();
+  EXPECT_EQ(trace["ops"]["grad:mul"], 3) << trace.dump();
+  EXPECT_EQ(trace["collectives"], 0);
 }
 
 TEST(Suppression, IgnoredFindingIsCountedNotHiddenAndNeverProved) {
