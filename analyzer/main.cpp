@@ -3,6 +3,7 @@
 #include "analyzer/report.h"
 #include "analyzer/session.h"
 #include "checkers/rules.h"
+#include "frontend/python/interpreter.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -10,9 +11,35 @@
 #include <algorithm>
 #include <map>
 #include <cstdlib>
+#include <filesystem>
+#include <sstream>
 #include <iostream>
 
 using namespace shardproof;
+
+namespace {
+// "megatron" or "deepspeed" from the folders of a checkout, else "".
+std::string detect_framework(const std::string &root) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(fs::path(root) / "megatron" / "core"))
+    return "megatron";
+  if (fs::is_directory(fs::path(root) / "deepspeed"))
+    return "deepspeed";
+  return "";
+}
+
+// The world a layout "tp=2,dp=2,sp=1" needs: the product of its axes.
+int layout_world(const std::string &layout) {
+  int world = 1;
+  std::stringstream items(layout);
+  for (std::string item; std::getline(items, item, ',');) {
+    auto eq = item.find('=');
+    if (eq != std::string::npos && item.substr(0, eq) != "sp")
+      world *= std::max(1, std::atoi(item.c_str() + eq + 1));
+  }
+  return world;
+}
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"shardproof: proves distributed training code equal to its "
@@ -21,47 +48,58 @@ int main(int argc, char **argv) {
 
   auto *check = app.add_subcommand(
       "check", "Prove FILE.py::FUNC at world size N against world size 1");
+  auto *scan = app.add_subcommand(
+      "scan", "Check every recipe that applies to a framework tree, over its "
+              "default layouts (docs/coverage.md)");
   std::vector<std::string> targets;
   int world = 2;
   std::string format = "text";
   double proof_seconds = 20;
   std::size_t proof_memory_mib = 4096;
+  std::string reduce_dtype;
+  double trace_seconds = 120;
   check->add_option("targets", targets, "FILE.py::FUNC (FUNC defaults to entry)")
       ->required();
   check->add_option("--world", world, "simulated world size")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  check->add_option("--format", format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  check
-      ->add_option("--timeout", proof_seconds,
-                   "hard wall-clock limit per obligation, in seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  check->add_option("--memory", proof_memory_mib, "memory limit per obligation, in MiB")
-      ->check(CLI::Range(64, 1 << 20))
-      ->capture_default_str();
-
-  std::string reduce_dtype;
-  check
-      ->add_option("--reduce-dtype", reduce_dtype,
-                   "precision reductions must use (float32 flags 16-bit reductions)")
-      ->check(CLI::IsMember({"float32", "float64", "bfloat16", "float16"}));
-  double trace_seconds = 120;
-  check
-      ->add_option("--trace-timeout", trace_seconds,
-                   "limit on running the user's code, per simulated rank, in seconds")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  std::string scan_root;
+  scan->add_option("root", scan_root, "the framework checkout")->required();
+  // Options of every run, whether of the user's files or of recipes.
+  for (auto *command : {check, scan}) {
+    command->add_option("--format", format, "text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    command
+        ->add_option("--timeout", proof_seconds,
+                     "hard wall-clock limit per obligation, in seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    command
+        ->add_option("--memory", proof_memory_mib, "memory limit per obligation, in MiB")
+        ->check(CLI::Range(64, 1 << 20))
+        ->capture_default_str();
+    command
+        ->add_option("--reduce-dtype", reduce_dtype,
+                     "precision reductions must use (float32 flags 16-bit reductions)")
+        ->check(CLI::IsMember({"float32", "float64", "bfloat16", "float16"}));
+    command
+        ->add_option("--trace-timeout", trace_seconds,
+                     "limit on running the user's code, per simulated rank, in seconds")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  }
 
   // Recipes: `check ROOT --framework megatron --entry mlp --tp 2 --dp 2 [--sp]`
   // checks a component of the framework tree at ROOT (see docs/coverage.md).
   std::string framework, recipe;
   std::map<std::string, int> axes{{"tp", 0}, {"cp", 0}, {"ep", 0}, {"dp", 0}, {"pp", 0}};
   bool sequence_parallel = false;
-  check->add_option("--framework", framework, "check a framework tree")
-      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  for (auto *command : {check, scan})
+    command
+        ->add_option("--framework", framework,
+                     "the framework of the tree (scan: found from its folders)")
+        ->check(CLI::IsMember({"megatron", "deepspeed"}));
   check->add_option("--entry", recipe, "the recipe to build (with --framework)");
   for (auto &[axis, size] : axes)
     check->add_option("--" + axis, size, axis + " parallel size (with --framework)")
@@ -111,38 +149,58 @@ int main(int argc, char **argv) {
   bool layout_given = sequence_parallel;
   for (const auto &[axis, size] : axes)
     layout_given = layout_given || size > 0;
+  if (*scan) {
+    if (framework.empty())
+      framework = detect_framework(scan_root);
+    if (framework.empty()) {
+      std::cerr << "shardproof: " << scan_root
+                << " holds neither megatron/core nor deepspeed/: pass --framework\n";
+      return 2;
+    }
+    targets = {scan_root};
+  }
+  std::vector<analyzer::Target> runs;
   if (!framework.empty()) {
-    if (targets.size() != 1 || recipe.empty()) {
+    if (targets.size() != 1 || (*check && recipe.empty())) {
       std::cerr << "shardproof: --framework takes one ROOT and an --entry\n";
       return 2;
     }
     // The recipes read the tree's location and the layout from the environment.
-    std::string root_variable = framework == "megatron" ? "MEGATRON_ROOT" : "DEEPSPEED_ROOT";
-    setenv(root_variable.c_str(), targets[0].c_str(), 1);
-    targets = {fmt::format("{}/{}/recipes.py::{}", SHARDPROOF_RECIPES_DIR, framework,
-                           recipe)};
-    if (layout_given) {
-      // Tensor parallelism defaults to 2: a layout without it would check
-      // nothing of the tensor-parallel code.
-      if (axes["tp"] == 0)
-        axes["tp"] = 2;
-      world = 1;
-      std::string layout;
-      for (const auto &[axis, size] : axes) {
-        world *= std::max(size, 1);
-        layout += fmt::format("{}={},", axis, std::max(size, 1));
+    setenv(framework == "megatron" ? "MEGATRON_ROOT" : "DEEPSPEED_ROOT",
+           targets[0].c_str(), 1);
+    std::string recipes =
+        fmt::format("{}/{}/recipes.py", SHARDPROOF_RECIPES_DIR, framework);
+    if (*scan) {
+      try {
+        for (const auto &config : frontend::recipe_matrix(recipes))
+          runs.push_back({recipes, config.entry, config.layout});
+      } catch (const std::exception &e) {
+        std::cerr << "shardproof: " << e.what() << "\n";
+        return 2;
       }
-      layout += sequence_parallel ? "sp=1" : "sp=0";
-      setenv("SHARDPROOF_PARALLEL", layout.c_str(), 1);
+    } else {
+      std::string layout;
+      if (layout_given) {
+        // Tensor parallelism defaults to 2: a layout without it would check
+        // nothing of the tensor-parallel code.
+        if (axes["tp"] == 0)
+          axes["tp"] = 2;
+        for (const auto &[axis, size] : axes)
+          layout += fmt::format("{}={},", axis, std::max(size, 1));
+        layout += sequence_parallel ? "sp=1" : "sp=0";
+      }
+      runs.push_back({recipes, recipe, layout});
     }
   } else if (!recipe.empty() || layout_given) {
     std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp and --sp go with "
                  "--framework\n";
     return 2;
+  } else {
+    for (const auto &t : targets)
+      runs.push_back(analyzer::parse_target(t));
   }
 
   analyzer::SessionOptions options;
-  options.world = world;
   options.prover.limits.wall =
       std::chrono::milliseconds(static_cast<long>(proof_seconds * 1000));
   options.prover.limits.memory_bytes = proof_memory_mib << 20;
@@ -152,8 +210,17 @@ int main(int argc, char **argv) {
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   std::vector<analyzer::TargetResult> results;
   try {
-    for (const auto &t : targets)
-      results.push_back(analyzer::check_target(analyzer::parse_target(t), options));
+    for (const auto &run : runs) {
+      options.world = world;
+      if (!run.layout.empty()) {
+        // A recipe's layout sets the world: the product of its axes.
+        setenv("SHARDPROOF_PARALLEL", run.layout.c_str(), 1);
+        options.world = layout_world(run.layout);
+      } else {
+        unsetenv("SHARDPROOF_PARALLEL");
+      }
+      results.push_back(analyzer::check_target(run, options));
+    }
   } catch (const std::exception &e) {
     std::cerr << "shardproof: internal error: " << e.what() << "\n";
     return 2;
@@ -162,5 +229,7 @@ int main(int argc, char **argv) {
     analyzer::write_json(std::cout, results);
   else
     analyzer::write_text(std::cout, std::cerr, results);
+  if (*scan) // an absent component is what this tree is, not an error
+    std::erase_if(results, [](const auto &r) { return r.verdict() == "absent"; });
   return analyzer::exit_code(results);
 }

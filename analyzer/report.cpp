@@ -33,7 +33,8 @@ std::string location(const ir::SourceLoc &loc) {
 std::string failure_line(const TargetResult &r) {
   const auto &f = *r.failure;
   std::string where = f.loc.file.empty() ? display_path(r.target.path) : location(f.loc);
-  return fmt::format("{}: error: {}", where, f.message);
+  return fmt::format("{}: {}: {}", where, r.verdict() == "absent" ? "absent" : "error",
+                     f.message);
 }
 
 nlohmann::json notes_json(const std::vector<checkers::Finding::Note> &notes) {
@@ -62,7 +63,7 @@ std::string verdict_word(Verdict::Kind kind) {
 void write_text(std::ostream &out, std::ostream &err,
                 const std::vector<TargetResult> &results) {
   for (const auto &r : results) {
-    if (r.verdict() == "error") {
+    if (r.verdict() == "error" || r.verdict() == "absent") {
       err << failure_line(r) << "\n";
       continue;
     }
@@ -85,7 +86,7 @@ void write_text(std::ostream &out, std::ostream &err,
                           r.suppressed.size() == 1 ? "" : "s");
     out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
                        "{} could not prove{}; {:.2f} s)\n",
-                       display_path(r.target.path) + "::" + r.target.function, r.world,
+                       r.target.str_with_path(display_path(r.target.path)), r.world,
                        r.verdict(), r.obligations.size(),
                        r.obligations.size() == 1 ? "" : "s",
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
@@ -104,7 +105,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   auto &targets = doc["targets"] = nlohmann::json::array();
   std::size_t counts[3] = {0, 0, 0};
   for (const auto &r : results) {
-    if (r.verdict() == "error") {
+    if (r.verdict() == "error" || r.verdict() == "absent") {
       errors.push_back({{"target", r.target.str()},
                         {"file", display_path(r.failure->loc.file)},
                         {"line", r.failure->loc.line},
@@ -150,7 +151,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   }
   // The worst verdict of any target.
   std::string overall = "proved";
-  for (std::string v : {"accepted", "unknown", "refuted", "error"})
+  for (std::string v : {"absent", "accepted", "unknown", "refuted", "error"})
     for (const auto &r : results)
       if (r.verdict() == v)
         overall = v;

@@ -32,6 +32,8 @@ std::size_t TargetResult::count(Verdict::Kind kind) const {
 std::string TargetResult::verdict() const {
   if (failure && failure->kind == frontend::TraceFailure::Kind::BadInput)
     return "error";
+  if (failure && failure->kind == frontend::TraceFailure::Kind::Absent)
+    return "absent";
   bool error = std::any_of(findings.begin(), findings.end(), [](const auto &f) {
     return f.severity == checkers::Severity::Error;
   });
@@ -141,7 +143,7 @@ int exit_code(const std::vector<TargetResult> &results) {
   int code = 0;
   for (const auto &r : results) {
     std::string v = r.verdict();
-    if (v == "error")
+    if (v == "error" || v == "absent")
       return 2;
     if (v == "refuted")
       code = 1;

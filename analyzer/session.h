@@ -16,7 +16,12 @@ namespace shardproof::analyzer {
 struct Target {
   std::string path;     // as the user wrote it
   std::string function; // defaults to "entry"
-  std::string str() const { return path + "::" + function; }
+  std::string layout;   // a recipe's parallel layout ("tp=2,sp=1"), if any
+  std::string str() const { return str_with_path(path); }
+  // As str(), with the path shown as `shown` (relative to the working folder).
+  std::string str_with_path(const std::string &shown) const {
+    return shown + "::" + function + (layout.empty() ? "" : " [" + layout + "]");
+  }
 };
 
 // "FILE.py::FUNC" or "FILE.py" (FUNC = entry).
@@ -50,7 +55,8 @@ struct TargetResult {
   double seconds = 0;
 
   // "proved", "refuted", "unknown", "accepted" (every refutation is
-  // suppressed; never called proved) or "error" (bad input)
+  // suppressed; never called proved), "error" (bad input) or "absent" (a
+  // recipe's component is not in the framework tree)
   std::string verdict() const;
   std::size_t count(prover::Verdict::Kind kind) const;
 };

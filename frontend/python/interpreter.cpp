@@ -31,12 +31,12 @@ std::string python_error_text() {
   return text;
 }
 
-// Starts CPython once and imports the driver; throws if our own runtime is
-// broken (an installation problem, not a user error).
-PyObject *driver() {
-  static PyObject *run_rank = nullptr;
-  if (run_rank)
-    return run_rank;
+// Starts CPython once and imports the driver module; throws if our own
+// runtime is broken (an installation problem, not a user error).
+PyObject *driver_module() {
+  static PyObject *module = nullptr;
+  if (module)
+    return module;
   PyImport_AppendInittab("_shardproof", &init_shardproof_module);
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
@@ -63,15 +63,19 @@ PyObject *driver() {
     Py_DECREF(dir);
     pos = end + 1;
   }
-  PyObject *module = PyImport_ImportModule("shardproof_driver");
+  module = PyImport_ImportModule("shardproof_driver");
   if (!module)
     throw std::runtime_error("cannot load shardproof's Python runtime: " +
                              python_error_text());
-  run_rank = PyObject_GetAttrString(module, "run_rank");
-  Py_DECREF(module);
-  if (!run_rank)
-    throw std::runtime_error("shardproof_driver has no run_rank");
-  return run_rank;
+  return module;
+}
+
+// A function of the driver module (a new reference).
+PyObject *driver(const char *name = "run_rank") {
+  PyObject *function = PyObject_GetAttrString(driver_module(), name);
+  if (!function)
+    throw std::runtime_error(std::string("shardproof_driver has no ") + name);
+  return function;
 }
 // Raises _shardproof.TraceTimeout in the tracing thread once the limit has
 // passed. The exception is delivered between bytecodes, so any pure-Python
@@ -114,7 +118,7 @@ private:
 } // namespace
 
 int run_python_script(const std::string &path, const std::vector<std::string> &args) {
-  driver(); // starts the interpreter
+  driver_module(); // starts the interpreter
   terms::TermStore store;
   ir::Trace scratch;
   RecordingContext context{&store, &scratch, terms::VarKind::Reference};
@@ -177,6 +181,7 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
     result = PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
                                    run.function.c_str(), run.world, run.rank);
   }
+  Py_DECREF(run_rank);
   set_recording_context(nullptr);
   if (!result)
     throw std::runtime_error("shardproof's Python runtime failed: " +
@@ -191,13 +196,39 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
       throw std::runtime_error("shardproof's Python runtime returned " +
                                python_error_text());
     }
-    failure =
-        TraceFailure{std::string(kind) == "unsupported" ? TraceFailure::Kind::Unsupported
-                                                        : TraceFailure::Kind::BadInput,
-                     ir::SourceLoc{file, line, 0, ""}, message};
+    std::string name = kind;
+    failure = TraceFailure{name == "unsupported" ? TraceFailure::Kind::Unsupported
+                           : name == "absent"    ? TraceFailure::Kind::Absent
+                                                 : TraceFailure::Kind::BadInput,
+                           ir::SourceLoc{file, line, 0, ""}, message};
   }
   Py_DECREF(result);
   return failure;
+}
+
+std::vector<RecipeConfig> recipe_matrix(const std::string &path) {
+  PyObject *function = driver("scan_matrix");
+  PyObject *result = PyObject_CallFunction(function, "s", path.c_str());
+  Py_DECREF(function);
+  if (!result)
+    throw std::runtime_error("shardproof's Python runtime failed: " +
+                             python_error_text());
+  std::vector<RecipeConfig> matrix;
+  const char *error = nullptr;
+  if (PyUnicode_Check(result)) {
+    error = PyUnicode_AsUTF8(result);
+  } else {
+    for (Py_ssize_t i = 0; i < PyList_Size(result); ++i) {
+      const char *entry, *layout;
+      if (PyArg_ParseTuple(PyList_GetItem(result, i), "ss", &entry, &layout))
+        matrix.push_back({entry, layout});
+    }
+  }
+  std::string message = error ? error : "";
+  Py_DECREF(result);
+  if (!message.empty())
+    throw std::invalid_argument(message);
+  return matrix;
 }
 
 } // namespace shardproof::frontend

@@ -16,6 +16,7 @@ struct TraceFailure {
   enum class Kind {
     BadInput,    // the harness is wrong: syntax error, missing FUNC, FUNC raised
     Unsupported, // valid code shardproof does not model (yet): could not prove
+    Absent,      // a recipe's component is not in this framework tree
   };
   Kind kind = Kind::BadInput;
   ir::SourceLoc loc;
@@ -42,5 +43,15 @@ int run_python_script(const std::string &path, const std::vector<std::string> &a
 // run, RankLocal otherwise).
 std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
                                        terms::VarKind leaf_kind, ir::Trace &out);
+
+// One configuration of a framework recipe that `shardproof scan` checks.
+struct RecipeConfig {
+  std::string entry;  // FUNC in the recipe file
+  std::string layout; // SHARDPROOF_PARALLEL: "tp=2,dp=1,sp=1"
+};
+
+// The recipe file's SCAN table. Throws std::invalid_argument naming the file
+// and line when it cannot be read.
+std::vector<RecipeConfig> recipe_matrix(const std::string &path);
 
 } // namespace shardproof::frontend

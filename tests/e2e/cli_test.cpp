@@ -223,6 +223,20 @@ TEST(Recipes, FrameworkRootThatIsNotATreeIsABadInput) {
       << r.err;
 }
 
+TEST(Recipes, ScanOfAFolderThatIsNoFrameworkIsABadInput) {
+  auto r = run_cli({"scan", "tests/fixtures"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tests/fixtures holds neither megatron/core nor deepspeed/"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Recipes, LayoutFlagsNeedAFramework) {
+  auto r = run_cli({"check", kExample, "--dp", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("go with --framework"), std::string::npos) << r.err;
+}
+
 TEST(Recipes, UnknownRecipeListsTheRecipes) {
   auto r =
       run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry", "gpt"});

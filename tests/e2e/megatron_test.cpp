@@ -4,6 +4,7 @@
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 
@@ -26,3 +27,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("column_parallel_linear", "column_parallel_linear_sp",
                       "row_parallel_linear", "row_parallel_linear_sp",
                       "vocab_parallel_embedding", "mlp", "mlp_swiglu"));
+
+TEST(MegatronScan, EveryRecipeOfTheTableIsProvedOrAbsent) {
+  const char *root = std::getenv("MEGATRON_ROOT");
+  if (!root)
+    GTEST_SKIP() << "set MEGATRON_ROOT to a Megatron-LM checkout to run this";
+  auto r = run_cli({"scan", root, "--format", "json"});
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(doc["targets"].empty());
+  for (const auto &t : doc["targets"])
+    EXPECT_TRUE(t["verdict"] == "proved" || t["verdict"] == "absent") << t.dump(2);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}

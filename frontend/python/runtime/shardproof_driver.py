@@ -18,6 +18,7 @@ from torch import _tracing
 from torch._tensor import Tensor
 
 import import_policy
+import shardproof_recipes
 
 _tracing.RUNTIME_DIRS.append(os.path.dirname(os.path.abspath(__file__)))
 import_policy.install()
@@ -265,6 +266,27 @@ def _run(path, func, world, rank):
     _backward(out, entry, inputs)
 
 
+def scan_matrix(path):
+    """The recipe file's SCAN table, [(entry, layout)], or an error message
+    naming the file and line."""
+    path = os.path.abspath(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = _load(path)
+    except HarnessError as e:
+        return f"{e.file}:{e.line}: {e}"
+    except BaseException as e:
+        file, line = _user_frame(e.__traceback__, path)
+        return f"{file}:{line}: loading the recipes raised {type(e).__name__}: {e}"
+    table = getattr(module, "SCAN", None)
+    if not isinstance(table, (list, tuple)) or not all(
+            isinstance(row, tuple) and len(row) == 2 and all(isinstance(x, str) for x in row)
+            for row in table):
+        return f"{path}:1: no SCAN table of (entry, layout) string pairs"
+    return [tuple(row) for row in table]
+
+
 def run_rank(path, func, world, rank):
     path = os.path.abspath(path)
     stdout = sys.stdout
@@ -281,6 +303,9 @@ def run_rank(path, func, world, rank):
     except SyntaxError as e:
         return ("bad-input", e.filename or path, e.lineno or 0,
                 f"syntax error: {e.msg}")
+    except shardproof_recipes.ComponentAbsent as e:
+        file, line = _user_frame(e.__traceback__, path)
+        return ("absent", file, line, str(e))
     except (_tracing.Unsupported, _tracing.SymbolicControlFlow, NotImplementedError) as e:
         file, line = _user_frame(e.__traceback__, path)
         return ("unsupported", file, line, f"{type(e).__name__}: {e}")

@@ -16,7 +16,12 @@ AXES = ("tp", "cp", "ep", "dp", "pp")
 
 
 class RecipeError(RuntimeError):
-    """The tree cannot build this component (absent, or too different)."""
+    """The tree cannot build this component (too different, or not a tree)."""
+
+
+class ComponentAbsent(RecipeError):
+    """The tree has no such component (older or newer than the recipe's
+    subject): `check` reports an error, `scan` lists it as absent."""
 
 
 @dataclasses.dataclass(frozen=True)
