@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 using namespace shardproof;
 

@@ -90,8 +90,8 @@ TraceSummary summarize(const terms::TermStore &store, const ir::Trace &trace) {
   std::set<std::string> opaque;
   for (terms::TermId v : terms::variables_of(store, elements))
     if (store.variable(v).kind == terms::VarKind::Opaque)
-      opaque.insert(fmt::format("{} ({})", store.variable(v).name,
-                                store.variable(v).origin));
+      opaque.insert(
+          fmt::format("{} ({})", store.variable(v).name, store.variable(v).origin));
   summary.opaque_values.assign(opaque.begin(), opaque.end());
   return summary;
 }

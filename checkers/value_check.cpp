@@ -173,8 +173,9 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == "SP005" &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
-  const ir::SourceLoc &where = at_value ? context.program.rank(ob.home_rank).node(ob.home_node).loc
-                                        : (divergence ? divergence->loc : ob.loc);
+  const ir::SourceLoc &where =
+      at_value ? context.program.rank(ob.home_rank).node(ob.home_node).loc
+               : (divergence ? divergence->loc : ob.loc);
   Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
 
   // Alive2-style: example, then the reference value and every rank's.
@@ -205,8 +206,8 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
     double got = eval(eq.lhs[i]).value_or(NAN);
     double want = eval(eq.rhs[i]).value_or(NAN);
     bool differs = !terms::nearly_equal(got, want);
-    std::string who =
-        other.rank < 0 ? "Sum over ranks" : fmt::format("Rank {}", value.rank_id(other.rank));
+    std::string who = other.rank < 0 ? "Sum over ranks"
+                                     : fmt::format("Rank {}", value.rank_id(other.rank));
     std::string where =
         other.rank < 0 ? element
                        : ob.element_prefix +
