@@ -58,6 +58,7 @@ int main(int argc, char **argv) {
   std::size_t proof_memory_mib = 4096;
   std::string reduce_dtype;
   double trace_seconds = 120;
+  bool whole_program = false;
   check->add_option("targets", targets, "FILE.py::FUNC (FUNC defaults to entry)")
       ->required();
   check->add_option("--world", world, "simulated world size")
@@ -88,6 +89,8 @@ int main(int argc, char **argv) {
                      "limit on running the user's code, per simulated rank, in seconds")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    command->add_flag("--no-modular", whole_program,
+                      "prove every obligation whole, without module-boundary lemmas");
   }
 
   // Recipes: `check ROOT --framework megatron --entry mlp --tp 2 --dp 2 [--sp]`
@@ -204,6 +207,7 @@ int main(int argc, char **argv) {
   options.prover.limits.wall =
       std::chrono::milliseconds(static_cast<long>(proof_seconds * 1000));
   options.prover.limits.memory_bytes = proof_memory_mib << 20;
+  options.checks.modular = !whole_program;
   if (!reduce_dtype.empty())
     options.checks.reduce_dtype = ir::dtype_from_name(reduce_dtype);
   options.trace_time_limit =

@@ -127,7 +127,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   } else {
     result.trace = summarize(store, ranks[0]);
     frontend::LinkedProgram program(store, reference, ranks);
-    checkers::CheckContext context{store, program, options.prover, {}, {}};
+    checkers::CheckContext context{store, program, options.prover, {}, {},
+                                   checkers::Lemmas(store)};
     for (auto &check : checkers::make_checks(options.checks))
       check->run(context);
     result.findings = std::move(context.findings);

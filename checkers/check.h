@@ -3,6 +3,7 @@
 // they run (Alive2 style): structural problems first, then equivalence.
 #pragma once
 
+#include "checkers/lemmas.h"
 #include "checkers/prover/prover.h"
 #include "checkers/rules.h"
 #include "frontend/python/linker.h"
@@ -25,6 +26,7 @@ struct CheckContext {
   const prover::ProverOptions &options;
   std::vector<Finding> findings;
   std::vector<ObligationResult> obligations;
+  Lemmas lemmas; // proved values that later obligations abstract
 };
 
 class Check {
@@ -36,6 +38,7 @@ public:
 
 struct CheckOptions {
   std::optional<ir::DType> reduce_dtype; // --reduce-dtype
+  bool modular = true;                   // module-boundary lemmas (--no-modular)
 };
 
 std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options);

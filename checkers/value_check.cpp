@@ -477,11 +477,40 @@ std::vector<int> all_ranks(const frontend::LinkedProgram &program) {
   return ranks;
 }
 
+prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
+                             const std::string &obligation) {
+  auto &store = context.store;
+  if (auto blocked = blocked_by_rank_local(store, eq))
+    return *blocked;
+  if (!context.lemmas.empty()) {
+    LayoutEquation small = context.lemmas.abstract(eq);
+    std::vector<TermId> both = small.lhs;
+    both.insert(both.end(), small.rhs.begin(), small.rhs.end());
+    std::string key = terms::alpha_key(store, both);
+    if (const std::string *earlier = context.lemmas.proved_as(key)) {
+      prover::Verdict verdict;
+      verdict.kind = prover::Verdict::Kind::Proved;
+      verdict.method = "memoized";
+      verdict.why = fmt::format("the same obligation, up to renaming, as \"{}\"", *earlier);
+      return verdict;
+    }
+    if (!blocked_by_rank_local(store, small)) {
+      prover::Verdict verdict = prover::prove_equal(store, small.lhs, small.rhs, context.options);
+      if (verdict.kind == prover::Verdict::Kind::Proved) {
+        context.lemmas.remember(key, obligation);
+        verdict.method += ", modular";
+        return verdict;
+      }
+    }
+  }
+  // Unabstracted: the only form that may be refuted.
+  return prover::prove_equal(store, eq.lhs, eq.rhs, context.options);
+}
+
 void check_value(CheckContext &context, const ValueObligation &ob) {
   auto &store = context.store;
   LayoutEquation eq = layout_equation(store, ob.value, ob.layout);
-  prover::Verdict verdict = blocked_by_rank_local(store, eq).value_or(
-      prover::prove_equal(store, eq.lhs, eq.rhs, context.options));
+  prover::Verdict verdict = prove_layout(context, eq, ob.name);
   if (verdict.kind == prover::Verdict::Kind::Refuted)
     report_refutation(context, ob, eq, verdict);
   context.obligations.push_back({ob.name, ob.loc, std::move(verdict)});

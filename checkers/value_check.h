@@ -25,6 +25,12 @@ struct ValueObligation {
   bool replicated_parameter = false; // its ranks' values must all agree
 };
 
+// Proves `eq`, first with every proved value abstracted (see lemmas.h; an
+// obligation equal up to renaming to one proved before is proved at once),
+// then whole. `obligation` names it for later memoized proofs.
+prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
+                             const std::string &obligation);
+
 // Proves the obligation and records the verdict; a refutation also becomes a
 // finding.
 void check_value(CheckContext &context, const ValueObligation &obligation);

@@ -400,6 +400,60 @@ PyObject *py_record_leaf(PyObject *, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+// [(node, shape, elements), ...] -> values; false with a Python error set.
+bool module_values(PyObject *list, std::vector<ir::ModuleCall::Value> &out) {
+  if (!PyList_Check(list)) {
+    PyErr_SetString(PyExc_TypeError, "shardproof: module values must be a list");
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < PyList_Size(list); ++i) {
+    unsigned node;
+    PyObject *shape, *elems;
+    if (!PyArg_ParseTuple(PyList_GetItem(list, i), "IOO", &node, &shape, &elems))
+      return false;
+    out.push_back({node, int_list<std::int64_t>(shape), term_list(elems)});
+    if (PyErr_Occurred())
+      return false;
+  }
+  return true;
+}
+
+PyObject *py_record_module_call(PyObject *, PyObject *args) {
+  const char *name, *type_name, *file;
+  int line;
+  PyObject *inputs, *outputs;
+  if (!PyArg_ParseTuple(args, "sssiOO", &name, &type_name, &file, &line, &inputs,
+                        &outputs))
+    return nullptr;
+  ir::ModuleCall call;
+  call.name = name;
+  call.type_name = type_name;
+  call.loc = {file, line, 0, ""};
+  if (!module_values(inputs, call.inputs) || !module_values(outputs, call.outputs))
+    return nullptr;
+  call.output_gradients.resize(call.outputs.size());
+  trace().module_calls.push_back(std::move(call));
+  return PyLong_FromSize_t(trace().module_calls.size() - 1);
+}
+
+PyObject *py_record_module_gradient(PyObject *, PyObject *args) {
+  unsigned long call;
+  unsigned k, node;
+  PyObject *elems;
+  if (!PyArg_ParseTuple(args, "kIIO", &call, &k, &node, &elems))
+    return nullptr;
+  auto &calls = trace().module_calls;
+  if (call >= calls.size() || k >= calls[call].outputs.size()) {
+    PyErr_SetString(PyExc_IndexError, "shardproof: no such module output");
+    return nullptr;
+  }
+  auto &value = calls[call].output_gradients[k];
+  value = {node, calls[call].outputs[k].shape, term_list(elems)};
+  if (PyErr_Occurred())
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyObject *py_record_tensor_parallel_group(PyObject *, PyObject *args) {
   PyObject *ranks;
   if (!PyArg_ParseTuple(args, "O", &ranks))
@@ -510,6 +564,10 @@ PyMethodDef module_methods[] = {
     {"minimum", py_lattice<false>, METH_VARARGS, "minimum(a, b)"},
     {"record_node", py_record_node, METH_VARARGS, "record one IR node"},
     {"record_leaf", py_record_leaf, METH_VARARGS, "record a parameter or input"},
+    {"record_module_call", py_record_module_call, METH_VARARGS,
+     "record a module's inputs and outputs; returns the call's index"},
+    {"record_module_gradient", py_record_module_gradient, METH_VARARGS,
+     "record the gradient a module's output received"},
     {"record_tensor_parallel_group", py_record_tensor_parallel_group, METH_VARARGS,
      "record the entry's tensor-parallel group"},
     {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},

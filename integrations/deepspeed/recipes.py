@@ -31,7 +31,7 @@ import sys
 
 import torch
 
-from shardproof_recipes import RecipeError, framework_root, parallel
+from shardproof_recipes import ComponentAbsent, RecipeError, framework_root, parallel
 
 
 def _requirements(root):
@@ -57,6 +57,12 @@ def _deepspeed():
     """The deepspeed package, with deepspeed.comm set up on the simulated world
     (torch.distributed is already initialised: DeepSpeed wraps it)."""
     root = framework_root("DEEPSPEED_ROOT", "deepspeed")
+    for link in ("accelerator", os.path.join("ops", "op_builder")):
+        path = os.path.join(root, "deepspeed", link)
+        if os.path.islink(path) and not os.path.exists(path):
+            raise RecipeError(f"{path} links to {os.readlink(path)}, which this checkout lacks: "
+                              "check out the whole repository (an installed deepspeed "
+                              "holds a copy there)")
     _requirements(root)
     import deepspeed
     import deepspeed.comm as dist
@@ -68,8 +74,7 @@ def _sequence_parallel_group(dist, layout):
     """deepspeed.comm.new_group for every tp-axis group (every rank creates
     every group, in the same order, as torch.distributed requires); returns
     this rank's."""
-    world = torch.distributed.get_world_size()
-    tp = layout.tp if world > 1 else 1
+    world, tp = torch.distributed.get_world_size(), layout.tp
     mine = None
     for first in range(0, world, tp):
         ranks = list(range(first, first + tp))
@@ -80,59 +85,146 @@ def _sequence_parallel_group(dist, layout):
 
 
 class LocalAttention(torch.nn.Module):
-    """softmax(Q K^T / sqrt(d)) V over [seq, batch, heads, head_dim], in plain
-    PyTorch: what DistributedAttention runs on the whole sequence and this
-    rank's heads."""
+    """softmax(Q K^T / sqrt(d)) V in plain PyTorch, over [seq, batch, heads,
+    head_dim] (or [batch, seq, heads, head_dim] when `batch_first`): what
+    DistributedAttention runs on the whole sequence and this rank's heads."""
+
+    def __init__(self, batch_first=False):
+        super().__init__()
+        self.batch_first = batch_first
 
     def forward(self, q, k, v, *args, **kwargs):
-        q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))  # [b, h, s, d]
+        to_bhsd = (0, 2, 1, 3) if self.batch_first else (1, 2, 0, 3)
+        q, k, v = (t.permute(*to_bhsd) for t in (q, k, v))
         scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-        context = torch.matmul(torch.softmax(scores, dim=-1), v)
-        return context.permute(2, 0, 1, 3)  # [s, b, h, d]
+        context = torch.matmul(torch.softmax(scores, dim=-1), v)  # [b, h, s, d]
+        return context.permute(*((0, 2, 1, 3) if self.batch_first else (2, 0, 1, 3)))
 
 
 class _Call(torch.nn.Module):
     """DistributedAttention called as this tree's forward expects: newer
-    trees take `batch_dim_idx` (1: [seq, batch, ...]) after q, k, v."""
+    trees take `batch_dim_idx` after q, k, v (1 for [seq, batch, ...], 0 for
+    [batch, seq, ...]); older ones assume [seq, batch, ...]."""
 
-    def __init__(self, attention):
+    def __init__(self, attention, batch_first):
         super().__init__()
         self.attention = attention
-        self._batch_dim = "batch_dim_idx" in inspect.signature(attention.forward).parameters
+        self.batch_dim = (0 if batch_first else 1) if _takes_batch_dim(attention) else None
 
     def forward(self, q, k, v):
-        if self._batch_dim:
-            return self.attention(q, k, v, 1)
-        return self.attention(q, k, v)
+        if self.batch_dim is None:
+            return self.attention(q, k, v)
+        return self.attention(q, k, v, self.batch_dim)
 
 
-def _distributed_attention(local):
-    deepspeed, dist = _deepspeed()
+def _takes_batch_dim(attention):
+    return "batch_dim_idx" in inspect.signature(attention.forward).parameters
+
+
+def _distributed_attention(batch_first):
+    """DistributedAttention over this rank's sequence-parallel group, around
+    LocalAttention: scatter the heads (dim 2), gather the sequence (dim 0, or
+    1 batch-first)."""
+    _, dist = _deepspeed()
     from deepspeed.sequence import layer
     if not hasattr(layer, "DistributedAttention"):
-        raise RecipeError("this DeepSpeed tree has no deepspeed.sequence.layer.DistributedAttention")
+        raise ComponentAbsent("this DeepSpeed tree has no "
+                              "deepspeed.sequence.layer.DistributedAttention")
     layout = parallel()
     group, sp = _sequence_parallel_group(dist, layout)
-    attention = layer.DistributedAttention(local, group)  # scatter heads (2), gather sequence (0)
-    return _Call(attention), group, layout, sp
+    attention = layer.DistributedAttention(LocalAttention(batch_first), group,
+                                           scatter_idx=2, gather_idx=1 if batch_first else 0)
+    if batch_first and not _takes_batch_dim(attention):
+        raise ComponentAbsent("this tree's DistributedAttention has no batch_dim_idx: it "
+                              "takes [seq, batch, heads, head_dim] only")
+    return _Call(attention, batch_first), group, layout, sp
 
 
-def _sequence_slice(x, layout, sp):
-    return x.chunk(sp, dim=0)[layout.coordinate("tp")] if sp > 1 else x
+def _sequence_slice(x, layout, sp, dim):
+    return x.chunk(sp, dim=dim)[layout.coordinate("tp")] if sp > 1 else x
 
 
 def _loss(out):
     return (out * out).sum()
 
 
-SEQ, BATCH, HEADS, HEAD_DIM = 4, 2, 4, 2
+SEQ, HEADS, HEAD_DIM = 4, 4, 2  # 4 heads: up to 4-way sequence parallelism
 
 
-def ulysses_attention():
-    """Ulysses attention on q, k, v [seq, batch, heads, head_dim]; each rank
-    gets its slice of the sequence and returns its slice of the output."""
-    model, group, layout, sp = _distributed_attention(LocalAttention())
-    q, k, v = (torch.randn(SEQ, BATCH, HEADS, HEAD_DIM) for _ in range(3))
-    inputs = tuple(_sequence_slice(t, layout, sp) for t in (q, k, v))
+def ulysses_attention(batch=2, batch_first=False):
+    """Ulysses attention on q, k, v [seq, batch, heads, head_dim] ([batch,
+    seq, ...] when `batch_first`); each rank gets its slice of the sequence
+    and returns its slice of the output."""
+    model, group, layout, sp = _distributed_attention(batch_first)
+    shape = (batch, SEQ, HEADS, HEAD_DIM) if batch_first else (SEQ, batch, HEADS, HEAD_DIM)
+    q, k, v = (torch.randn(*shape) for _ in range(3))
+    inputs = tuple(_sequence_slice(t, layout, sp, 1 if batch_first else 0) for t in (q, k, v))
     return {"model": model, "inputs": inputs, "loss": _loss,
             "tensor_parallel_group": group}
+
+
+def ulysses_attention_batch1():
+    """Sequence-first with a batch of one: the only batch size trees before
+    DeepSpeed's fix of batch > 1 (#5823, Aug 2024) handle."""
+    return ulysses_attention(batch=1)
+
+
+def ulysses_attention_batch_first():
+    """Batch-first q, k, v [batch, seq, heads, head_dim] (batch_dim_idx 0)."""
+    return ulysses_attention(batch_first=True)
+
+
+HIDDEN = 2
+
+
+class UlyssesLayer(torch.nn.Module):
+    """An attention layer around DistributedAttention: q, k, v and output
+    projections (replicated weights) on this rank's slice of the sequence,
+    so the gradients of the weights run through the all-to-alls' backward."""
+
+    def __init__(self, attention):
+        super().__init__()
+        self.query, self.key, self.value = (
+            torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False) for _ in range(3))
+        self.dense = torch.nn.Linear(HEADS * HEAD_DIM, HIDDEN)
+        self.attention = attention
+
+    def forward(self, x):  # [seq, batch, hidden] ([batch, seq, hidden] batch-first)
+        q, k, v = (proj(x).view(*x.shape[:2], HEADS, HEAD_DIM)
+                   for proj in (self.query, self.key, self.value))
+        context = self.attention(q, k, v)
+        return self.dense(context.reshape(*x.shape[:2], HEADS * HEAD_DIM))
+
+
+def ulysses_attention_layer(batch=2, batch_first=True):
+    """UlyssesLayer on x [batch, seq, hidden] (batch-first: the layout the
+    newest trees handle for any batch size); each rank gets its slice of the
+    sequence. After backward, every weight's gradient is all-reduced (summed)
+    over the sequence-parallel group through deepspeed.comm: what DeepSpeed's
+    engine does for the ranks of a sequence-parallel group, which hold
+    replicas of the weights (the loss here is a sum over the sequence)."""
+    attention, group, layout, sp = _distributed_attention(batch_first)
+    from deepspeed import comm as dist
+    model = UlyssesLayer(attention)
+    x = torch.randn(*((batch, SEQ, HIDDEN) if batch_first else (SEQ, batch, HIDDEN)))
+
+    def finalize_grads():
+        if sp == 1:
+            return
+        for p in model.parameters():
+            if p.grad is not None:
+                dist.all_reduce(p.grad, group=group)
+
+    return {"model": model, "inputs": (_sequence_slice(x, layout, sp, 1 if batch_first else 0),),
+            "loss": _loss, "finalize_grads": finalize_grads, "tensor_parallel_group": group}
+
+
+# ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
+# 2-way sequence parallelism; the layer also with 2-way data parallelism.
+SCAN = [
+    ("ulysses_attention", "tp=2"),
+    ("ulysses_attention_batch1", "tp=2"),
+    ("ulysses_attention_batch_first", "tp=2"),
+    ("ulysses_attention_layer", "tp=2"),
+    ("ulysses_attention_layer", "tp=2,dp=2"),
+]

@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from shardproof_recipes import RecipeError, framework_root, parallel
+from shardproof_recipes import ComponentAbsent, RecipeError, framework_root, parallel
 
 
 def _megatron(sequence_parallel=False):
@@ -41,7 +41,7 @@ def _megatron(sequence_parallel=False):
 
 def _component(module, name):
     if not hasattr(module, name):
-        raise RecipeError(f"this Megatron tree has no {module.__name__}.{name}")
+        raise ComponentAbsent(f"this Megatron tree has no {module.__name__}.{name}")
     return getattr(module, name)
 
 
@@ -132,7 +132,7 @@ def mlp(gated=False):
     config = TransformerConfig(
         num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=4,
         tensor_model_parallel_size=layout.tp, add_bias_linear=True,
-        gated_linear_unit=gated)
+        gated_linear_unit=gated, sequence_parallel=layout.sp and layout.tp > 1)
     submodules = _component(mlp_module, "MLPSubmodules")(
         linear_fc1=tp.ColumnParallelLinear, linear_fc2=tp.RowParallelLinear)
     mlp_class = _component(mlp_module, "MLP")
@@ -140,7 +140,8 @@ def mlp(gated=False):
     # config's value was the only one).
     extra = {"ffn_hidden_size": 8} if _accepts(mlp_class, "ffn_hidden_size") else {}
     layer = mlp_class(config, submodules, **extra)
-    return _step(layer, (torch.randn(3, 2, 4),), dataclasses.replace(layout, sp=False))
+    # Under sequence parallelism (--sp) the input is this rank's sequence slice.
+    return _step(layer, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
 
 
 def mlp_swiglu():
@@ -197,7 +198,7 @@ def _data_parallel_slice(x, dim):
     return x.chunk(size, dim=dim)[parallel_state.get_data_parallel_rank()]
 
 
-def _ddp_step(step, config, batch_dim=1):
+def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     """`step` (an entry dict from _step) with its model wrapped in Megatron's
     DistributedDataParallel, its input cut to this rank's slice of the batch,
     a loss that is the mean over the batch of each sample's (out * out).sum(),
@@ -208,11 +209,15 @@ def _ddp_step(step, config, batch_dim=1):
     1/dp) and set .grad to None. What the optimizer reads is main_grad:
     Megatron's FP32Optimizer.prepare_grads sets `param.grad = param.main_grad`
     before the step; finalize_grads ends with the same assignment, so the
-    gradients checked are the ones the optimizer would apply."""
+    gradients checked are the ones the optimizer would apply.
+
+    `average_in_collective` picks Megatron's other way to average over DP:
+    an AVG all-reduce instead of scaling by 1/dp before a SUM."""
     from megatron.core import distributed
     ddp_class = _component(distributed, "DistributedDataParallel")
     ddp_config = _component(distributed, "DistributedDataParallelConfig")(
-        overlap_grad_reduce=False, use_distributed_optimizer=False)
+        overlap_grad_reduce=False, use_distributed_optimizer=False,
+        average_in_collective=average_in_collective)
     finalize_model_grads = _component(distributed, "finalize_model_grads")
     model = ddp_class(config, ddp_config, step["model"])
     model.zero_grad_buffer()  # what the training loop does before each step
@@ -237,6 +242,24 @@ def mlp_ddp():
     return _ddp_step(step, step["model"].config)
 
 
+def mlp_ddp_avg():
+    step = mlp()
+    return _ddp_step(step, step["model"].config, average_in_collective=True)
+
+
+def mlp_dp():
+    """mlp_ddp with pure data parallelism (tp=1, dp=world) when run as a plain
+    entry (`recipes.py::mlp_dp --world 2`), where the default layout would be
+    tensor parallelism over the world; with `--tp/--dp` it is mlp_ddp."""
+    if os.environ.get("SHARDPROOF_PARALLEL"):
+        return mlp_ddp()
+    os.environ["SHARDPROOF_PARALLEL"] = f"dp={torch.distributed.get_world_size()}"
+    try:
+        return mlp_ddp()
+    finally:
+        del os.environ["SHARDPROOF_PARALLEL"]
+
+
 def _transformer_config(layout, **fields):
     """A tiny TransformerConfig laid out as asked; fields this tree's config
     does not have are left out (the recipes ask only for defaults there)."""
@@ -253,9 +276,53 @@ def _transformer_config(layout, **fields):
     return TransformerConfig(**{k: v for k, v in values.items() if k in known})
 
 
+def _transformer_engine_wrappers():
+    """Before late 2024, megatron/core/transformer/attention.py (and the GPT
+    layer specs, TransformerBlock) imported the Transformer Engine wrappers
+    in transformer/custom_layers/transformer_engine.py, which imports
+    transformer_engine unguarded and reads its installed version: such a tree
+    cannot import SelfAttention without TE. Where that import fails, the
+    wrapper module is replaced by one that gives the values the tree itself
+    uses when TE lacks them (SplitAlongDim and get_cpu_offload_context are
+    None: QKV is split with torch.split) and whose TE classes refuse to be
+    built, so a path that needs TE stops with a RecipeError naming it.
+    Newer trees guard the import themselves; nothing is replaced there."""
+    import importlib
+    import sys
+    import types
+    name = "megatron.core.transformer.custom_layers.transformer_engine"
+    root = framework_root("MEGATRON_ROOT", os.path.join("megatron", "core"))
+    path = os.path.join(root, *name.split(".")) + ".py"
+    if not os.path.exists(path) or name in sys.modules:
+        return
+    try:
+        importlib.import_module(name)
+        return
+    except Exception:  # no TE here: ImportError, or its version unreadable
+        sys.modules.pop(name, None)
+    wrappers = types.ModuleType(name)
+    wrappers.__file__ = path
+    wrappers.SplitAlongDim = None
+    wrappers.get_cpu_offload_context = None
+
+    def needs_te(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+
+        def refuse(*args, **kwargs):
+            raise RecipeError(f"this Megatron tree's {attr} (from {path}) is "
+                              "Transformer Engine's, which is not modelled")
+        return type(attr, (), {"__new__": refuse, "__init__": refuse}) \
+            if attr[:1].isupper() else refuse
+
+    wrappers.__getattr__ = needs_te
+    sys.modules[name] = wrappers
+
+
 def _local_layer_spec(**options):
     """The tree's TransformerLayer spec built from Megatron-core modules only
     (no Transformer Engine, no apex)."""
+    _transformer_engine_wrappers()
     from megatron.core.models.gpt import gpt_layer_specs
     make = _component(gpt_layer_specs, "get_gpt_layer_local_spec")
     unknown = [k for k in options if not _accepts(make, k)]
@@ -267,7 +334,22 @@ def _local_layer_spec(**options):
 
 def _build(spec, *args, **kwargs):
     from megatron.core.transformer.spec_utils import build_module
-    return build_module(spec, *args, **kwargs)
+    return _without_apex(build_module, spec, *args, **kwargs)
+
+
+def _without_apex(make, *args, **kwargs):
+    """make(...), the tree's own refusals of its local layer norms on this
+    machine turned into a RecipeError: FusedLayerNorm without apex (2024
+    trees have no PyTorch path), the PyTorch fallback under sequence
+    parallelism (newer trees)."""
+    try:
+        return make(*args, **kwargs)
+    except (ValueError, AssertionError) as e:
+        text = str(e)
+        if "Apex must" in text or "not supported by torch LayerNorm" in text:
+            raise RecipeError(f"this Megatron tree's local layer norm cannot be "
+                              f"built without apex here: {text}") from e
+        raise
 
 
 def _hidden(layout, sequence=4, batch=2, hidden=4):
@@ -282,9 +364,10 @@ def self_attention(sequence_parallel=False):
     PyTorch), RowParallelLinear output projection."""
     _, layout = _megatron(sequence_parallel)
     spec = _local_layer_spec().submodules.self_attention
-    config = _transformer_config(layout)
+    config = _transformer_config(layout, **_LAYER_SIZES)
     attention = _build(spec, config=config, layer_number=1)
-    return _step(attention, (_hidden(layout), None), layout)
+    hidden = _hidden(layout, sequence=4, batch=2, hidden=config.hidden_size)
+    return _step(attention, (hidden, None), layout)
 
 
 def self_attention_sp():
@@ -295,17 +378,39 @@ def self_attention_sp():
 # Expert parallelism over `--ep`: on expert-parallel rank e, local expert i is
 # global expert e * num_local + i, so each rank's parameter names are mapped
 # to the reference's ("parameter_names"). The expert-parallel ranks are
-# data-parallel ranks of the dense parts: each takes its slice of the batch.
+# data-parallel ranks of the dense parts: each takes its slice of the batch,
+# and the layer is trained under Megatron's DDP (_moe_step).
 
 
-def _moe_config(layout, dispatcher="alltoall", num_experts=4, topk=2):
+def _moe_config(layout, dispatcher="alltoall", num_experts=4, topk=2, **extra):
     from megatron.core.transformer.transformer_config import TransformerConfig
-    return TransformerConfig(
+    return TransformerConfig(**extra,
         num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=4,
         tensor_model_parallel_size=layout.tp, expert_model_parallel_size=layout.ep,
         sequence_parallel=layout.tp > 1, num_moe_experts=num_experts,
         moe_router_topk=topk, moe_token_dispatcher_type=dispatcher,
         moe_aux_loss_coeff=0.0, add_bias_linear=False)
+
+
+def _moe_tokens(x, layout):
+    """This rank's tokens of the global batch `x` [sequence, batch, ...]: its
+    data-parallel slice of the batch and, as MoE with tensor parallelism
+    needs sequence parallelism, its tensor-parallel slice of the sequence."""
+    return _tp_slice(_data_parallel_slice(x, 1), layout, 0)
+
+
+def _moe_step(layer, config, layout):
+    """The MoE entry: the layer wrapped in Megatron's DDP as in training (dense
+    parameters averaged over the data-parallel group, which holds the
+    expert-parallel ranks, expert parameters over the expert-data-parallel
+    group, by finalize_model_grads), this rank's tokens of a [sequence 4,
+    batch 2, hidden 4] batch, a batch-mean loss, expert names mapped."""
+    x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
+    sp = dataclasses.replace(layout, sp=layout.tp > 1)  # MoE with TP needs SP
+    step = _ddp_step(_step(layer, (_tp_slice(x, layout, 0),), sp), config)
+    if hasattr(layer, "local_expert_indices"):  # a router alone has no experts
+        step["parameter_names"] = _expert_names(layer)
+    return step
 
 
 def _expert_names(layer):
@@ -320,11 +425,11 @@ def _expert_names(layer):
     return rename
 
 
-def _moe_layer(layout, dispatcher):
+def _moe_layer(layout, dispatcher, **extra):
     """MoELayer from the tree's local (no Transformer Engine) MoE spec; 2024
     trees have none (their spec module imports TE), so MoELayer is built from
     its MLP submodules, which picks SequentialMLP without grouped GEMM."""
-    config = _moe_config(layout, dispatcher)
+    config = _moe_config(layout, dispatcher, **extra)
     try:
         from megatron.core.models.gpt.moe_module_specs import get_moe_module_spec
     except ImportError:
@@ -353,9 +458,7 @@ def moe_router():
         from megatron.core.transformer.moe.moe_utils import get_default_pg_collection
         extra["pg_collection"] = get_default_pg_collection()
     layer = router_class(config=config, **extra)
-    x = torch.randn(3, 2, 4)  # [sequence, batch, hidden]
-    step = _step(layer, (_data_parallel_slice(x, 1),), dataclasses.replace(layout, sp=False))
-    return step
+    return _moe_step(layer, config, layout)
 
 
 def moe_layer(dispatcher="alltoall"):
@@ -363,10 +466,7 @@ def moe_layer(dispatcher="alltoall"):
     `dispatcher` token dispatcher."""
     _, layout = _megatron()
     layer, config = _moe_layer(layout, dispatcher)
-    x = torch.randn(3, 2, 4)  # [sequence, batch, hidden]
-    step = _step(layer, (_data_parallel_slice(x, 1),), dataclasses.replace(layout, sp=False))
-    step["parameter_names"] = _expert_names(layer)
-    return step
+    return _moe_step(layer, config, layout)
 
 
 def moe_layer_allgather():
@@ -377,10 +477,178 @@ def transformer_layer(sequence_parallel=False):
     """TransformerLayer from the tree's local spec: layer norm, SelfAttention
     (as in self_attention), bias-dropout-add, layer norm, MLP."""
     _, layout = _megatron(sequence_parallel)
-    config = _transformer_config(layout)
+    config = _transformer_config(layout, **_LAYER_SIZES)
     layer = _build(_local_layer_spec(), config=config, layer_number=1)
-    return _step(layer, (_hidden(layout, batch=1), None), layout)
+    hidden = _hidden(layout, sequence=4, batch=2, hidden=config.hidden_size)
+    return _step(layer, (hidden, None), layout)
+
+
+# Hidden 4, 2 heads of 2 channels (one head per rank at tp=2).
+_LAYER_SIZES = dict(hidden_size=4, num_attention_heads=2, ffn_hidden_size=8)
 
 
 def transformer_layer_sp():
     return transformer_layer(sequence_parallel=True)
+
+
+def _replay_routing(layout, config, routing):
+    """Pins the router's top-k choice to `routing` ([sequence, batch, topk]
+    expert ids of the global batch) through the tree's own routing replay
+    (RouterReplay, REPLAY_FORWARD): this rank replays its slice of the batch.
+    The choice is then a given, not computed: what is proved holds for this
+    routing, not for every routing the logits could produce."""
+    from megatron.core.transformer.moe import router_replay
+    routing = _moe_tokens(routing, layout)
+    router_replay.RouterReplay.set_replay_data(
+        [routing.reshape(-1, config.moe_router_topk)])
+    router_replay.RouterReplay.set_global_router_replay_action(
+        router_replay.RouterReplayAction.REPLAY_FORWARD)
+
+
+# Expert ids per token of the global batch [sequence 4, batch 2, top-2]: every
+# expert gets tokens from both halves of the batch, in uneven numbers.
+_ROUTING = [[[0, 2], [1, 3]], [[3, 0], [2, 1]], [[1, 2], [0, 1]], [[2, 3], [3, 0]]]
+
+
+def moe_layer_replay(dispatcher="alltoall"):
+    """moe_layer with its routing replayed (`_ROUTING`): the dispatch, the
+    experts and the combine for that routing, with the router's gating and
+    probabilities (and their gradients) symbolic. Needs a tree with routing
+    replay (moe_enable_routing_replay)."""
+    _, layout = _megatron()
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    if not _accepts(TransformerConfig, "moe_enable_routing_replay"):
+        import shardproof_recipes
+        raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
+            "this Megatron tree has no MoE routing replay")
+    layer, config = _moe_layer(layout, dispatcher, moe_enable_routing_replay=True)
+    _replay_routing(layout, config, torch.tensor(_ROUTING))
+    return _moe_step(layer, config, layout)
+
+
+def moe_layer_replay_allgather():
+    return moe_layer_replay("allgather")
+
+
+def gpt_model(sequence_parallel=False):
+    """GPTModel from the tree's local layer spec, tiny: 2 layers, vocabulary
+    16, hidden 4 (_LAYER_SIZES), learned absolute positions; with labels it returns the
+    per-token loss (vocab_parallel_cross_entropy over the vocab-parallel
+    output layer). Sequence 4, batch 2."""
+    _, layout = _megatron(sequence_parallel)
+    _transformer_engine_wrappers()
+    from megatron.core.models.gpt import gpt_model as gpt_module
+    config = _transformer_config(layout, **dict(_LAYER_SIZES, num_layers=2))
+    model = _without_apex(
+        _component(gpt_module, "GPTModel"), config=config,
+        transformer_layer_spec=_local_layer_spec(), vocab_size=16, max_sequence_length=4,
+        parallel_output=True, position_embedding_type="learned_absolute")
+    tokens = torch.tensor([[1, 9, 4, 14], [12, 3, 7, 0]])  # [batch, sequence]
+    positions = torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]])
+    labels = torch.tensor([[9, 4, 14, 2], [3, 7, 0, 15]])
+    return _step(GPTStep(model), (tokens, positions, labels), layout)
+
+
+class GPTStep(torch.nn.Module):
+    """GPTModel.forward with the causal mask built by the attention core."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens, positions, labels):
+        return self.model(tokens, positions, None, labels=labels)
+
+
+def gpt_model_sp():
+    return gpt_model(sequence_parallel=True)
+
+
+def switch_mlp():
+    """The legacy SwitchMLP (megatron/legacy, 2024 trees): top-1 routing
+    after sinkhorn load balancing, experts as ParallelMLPs. It reads
+    Megatron's global training arguments, which the recipe sets."""
+    import types
+    _, layout = _megatron()
+    import shardproof_recipes
+    if not os.path.isdir(os.path.join(os.environ["MEGATRON_ROOT"], "megatron", "legacy")):
+        raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
+            "this Megatron tree has no megatron.legacy (SwitchMLP)")
+    from megatron.legacy.model import transformer as legacy
+    from megatron.training import global_vars
+    switch_class = _component(legacy, "SwitchMLP")
+    config = _moe_config(layout, topk=1)
+    global_vars.set_args(types.SimpleNamespace(
+        num_experts=config.num_moe_experts, hidden_size=config.hidden_size,
+        swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
+        bias_gelu_fusion=False))
+    layer = switch_class(config)
+    return _moe_step(layer, config, layout)
+
+
+# ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
+# Each component with sequence parallelism off and on at tp=2; the data- and
+# expert-parallel recipes at their own layouts.
+SCAN = [
+    ("column_parallel_linear", "tp=2,sp=0"),
+    ("column_parallel_linear", "tp=2,sp=1"),
+    ("row_parallel_linear", "tp=2,sp=0"),
+    ("row_parallel_linear", "tp=2,sp=1"),
+    ("row_parallel_linear", "tp=2,dp=2,sp=1"),
+    ("vocab_parallel_embedding", "tp=2,sp=0"),
+    ("mlp", "tp=2,sp=0"),
+    ("mlp_swiglu", "tp=2,sp=0"),
+    ("mlp_ddp", "tp=1,dp=2,sp=0"),
+    ("mlp_ddp", "tp=2,sp=0"),
+    ("mlp_ddp_avg", "tp=1,dp=2,sp=0"),
+    ("vocab_parallel_cross_entropy", "tp=2,sp=0"),
+    ("vocab_parallel_cross_entropy", "tp=2,sp=1"),
+    ("self_attention", "tp=2,sp=0"),
+    ("self_attention", "tp=2,sp=1"),
+    ("transformer_layer", "tp=2,sp=0"),
+    ("gpt_model", "tp=2,sp=0"),
+]
+
+
+
+def mla_self_attention(sequence_parallel=False):
+    """MLASelfAttention (multi-latent attention) from the tree's local layer
+    spec with multi_latent_attention=True: low-rank query and key-value
+    projections, a rotary-embedded part of each head, the pure-PyTorch
+    DotProductAttention core. Plain RoPE, no query LoRA."""
+    _, layout = _megatron(sequence_parallel)
+    from megatron.core.transformer import transformer_config
+    if not hasattr(transformer_config, "MLATransformerConfig"):
+        raise ComponentAbsent("this Megatron tree has no multi-latent attention "
+                              "(megatron.core.transformer.transformer_config."
+                              "MLATransformerConfig)")
+    spec = _local_layer_spec(multi_latent_attention=True).submodules.self_attention
+    core = spec.submodules.core_attention
+    from megatron.core.transformer import multi_latent_attention
+    if "k_channels=" in inspect.getsource(multi_latent_attention) \
+            and not _accepts(core, "k_channels"):
+        # MLA gives its core attention separate key/value head sizes, which
+        # only Transformer Engine's core takes.
+        raise RecipeError(
+            f"this Megatron tree's MLA passes k_channels/v_channels to its core "
+            f"attention, and the local spec's {core.__name__} takes neither: "
+            "multi-latent attention needs TEDotProductAttention (Transformer Engine)")
+    known = {f.name for f in dataclasses.fields(transformer_config.MLATransformerConfig)}
+    values = dict(num_layers=1, hidden_size=4, num_attention_heads=2,
+                  tensor_model_parallel_size=layout.tp,
+                  sequence_parallel=layout.sp and layout.tp > 1,
+                  multi_latent_attention=True, q_lora_rank=None, kv_lora_rank=2,
+                  qk_head_dim=1, qk_pos_emb_head_dim=2, v_head_dim=1,
+                  rope_type="rope", normalization="LayerNorm",
+                  add_bias_linear=False, attention_dropout=0.0, hidden_dropout=0.0,
+                  masked_softmax_fusion=False, apply_rope_fusion=False,
+                  gradient_accumulation_fusion=False, persist_layer_norm=False)
+    config = transformer_config.MLATransformerConfig(
+        **{k: v for k, v in values.items() if k in known})
+    attention = _build(spec, config=config, layer_number=1)
+    hidden = _hidden(layout, sequence=4, batch=1, hidden=config.hidden_size)
+    return _step(attention, (hidden, None), layout)
+
+
+def mla_self_attention_sp():
+    return mla_self_attention(sequence_parallel=True)

@@ -108,6 +108,24 @@ struct Output {
   std::vector<TermId> elements;
 };
 
+// One call of a module of the model during the forward, recorded when it
+// returns (so a module's submodules come before it): the tensors it was
+// given and the tensors it returned.
+struct ModuleCall {
+  std::string name;      // qualified name in the model ("decoder.layers.3")
+  std::string type_name; // its class
+  SourceLoc loc;         // its forward's definition
+  struct Value {
+    NodeId node = 0;
+    Shape shape;
+    std::vector<TermId> elements;
+  };
+  std::vector<Value> inputs, outputs;
+  // The whole gradient each output received in backward (empty elements
+  // where it got none).
+  std::vector<Value> output_gradients;
+};
+
 struct Trace {
   int rank = 0;
   int world = 1;
@@ -118,6 +136,7 @@ struct Trace {
   std::vector<Leaf> leaves;
   std::vector<Collective> collectives;
   std::vector<Output> outputs;
+  std::vector<ModuleCall> module_calls;
 
   NodeId add_node(Node node);
   const Node &node(NodeId id) const { return nodes.at(id); }

@@ -86,6 +86,116 @@ Normalizer::Poly Normalizer::inverse(const Poly &p) {
   return out;
 }
 
+// Provably > 0 for every value of its variables: exp(...), a positive
+// constant, and products and positive-coefficient sums of those.
+bool Normalizer::positive(TermId t) {
+  if (auto it = positive_.find(t); it != positive_.end())
+    return it->second;
+  const Node n = store_.node(t); // copy: the store may grow
+  bool result = false;
+  switch (n.op) {
+  case Op::Const:
+    result = store_.const_value(t) > 0;
+    break;
+  case Op::App:
+    result = static_cast<Fn>(n.payload) == Fn::Exp;
+    break;
+  case Op::Add:
+  case Op::Mul:
+    result = std::all_of(n.args.begin(), n.args.end(), [&](TermId a) { return positive(a); });
+    break;
+  case Op::Inv:
+    result = positive(n.args[0]);
+    break;
+  default:
+    break;
+  }
+  positive_[t] = result;
+  return result;
+}
+
+// x * inv(x) = 1 where x is provably positive (never where it may be 0:
+// inv(0) = 0). Within a monomial: an atom against its inverse. Across
+// monomials: the part A * Q of p, for A = inv(s) of a positive sum s, with
+// Q = s * M for one monomial M, becomes M (sum of a softmax = 1).
+Normalizer::Poly Normalizer::cancel_positive(Poly p) {
+  bool changed = false;
+  Poly out;
+  for (const auto &[mono, coeff] : p) {
+    Monomial m = mono;
+    for (auto &[a, exponent] : m) {
+      const Node &n = store_.node(a);
+      if (n.op != Op::Inv || !positive(n.args[0]))
+        continue;
+      auto base = std::find_if(m.begin(), m.end(),
+                               [&](const auto &e) { return e.first == n.args[0]; });
+      if (base == m.end())
+        continue;
+      std::uint32_t k = std::min(exponent, base->second);
+      exponent -= k, base->second -= k;
+      changed = true;
+    }
+    std::erase_if(m, [](const auto &e) { return e.second == 0; });
+    mpq_class &slot = out[m];
+    slot += coeff;
+    if (slot == 0)
+      out.erase(m);
+  }
+  if (changed)
+    p = std::move(out);
+
+  std::vector<TermId> inverses;
+  for (const auto &[mono, coeff] : p)
+    for (const auto &[a, exponent] : mono)
+      if (const Node &n = store_.node(a);
+          n.op == Op::Inv && store_.node(n.args[0]).op == Op::Add && positive(n.args[0]))
+        inverses.push_back(a);
+  std::sort(inverses.begin(), inverses.end());
+  inverses.erase(std::unique(inverses.begin(), inverses.end()), inverses.end());
+  for (TermId inverse_atom : inverses) {
+    // p = A * Q + R
+    Poly q, rest;
+    for (const auto &[mono, coeff] : p) {
+      auto at = std::find_if(mono.begin(), mono.end(),
+                             [&](const auto &e) { return e.first == inverse_atom; });
+      if (at == mono.end()) {
+        rest[mono] = coeff;
+        continue;
+      }
+      Monomial m = mono;
+      auto mine = m.begin() + (at - mono.begin());
+      if (--mine->second == 0)
+        m.erase(mine);
+      q[m] = coeff;
+    }
+    const Poly &sum = *poly(store_.node(inverse_atom).args[0]);
+    // Q = sum * M: M is Q's first monomial over one of the sum's.
+    const auto &[q0, c0] = *q.begin();
+    for (const auto &[s_mono, s_coeff] : sum) {
+      Monomial quotient;
+      bool divides = true;
+      std::size_t j = 0;
+      for (const auto &[a, e] : q0) {
+        while (j < s_mono.size() && s_mono[j].first < a)
+          divides = false, ++j; // an atom of the sum's monomial that q0 lacks
+        std::uint32_t have = j < s_mono.size() && s_mono[j].first == a ? s_mono[j++].second : 0;
+        if (have > e)
+          divides = false;
+        else if (e > have)
+          quotient.emplace_back(a, e - have);
+      }
+      if (!divides || j != s_mono.size())
+        continue;
+      Poly factor{{quotient, c0 / s_coeff}};
+      if (multiply(sum, factor) == q) {
+        p = add(rest, factor);
+        break;
+      }
+    }
+  }
+  return p;
+}
+
 // a < b  <=>  0 < (b - a) / |leading coefficient|: positive scaling keeps the
 // comparison, so 2x < 2y and x < y share one atom.
 TermId Normalizer::comparison(bool strict, const Poly &a, const Poly &b) {
@@ -117,13 +227,13 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
     Poly sum;
     for (TermId arg : node.args)
       sum = add(sum, *poly(arg));
-    return make(std::move(sum));
+    return make(cancel_positive(std::move(sum)));
   }
   case Op::Mul: {
     Poly product{{Monomial{}, mpq_class(1)}};
     for (TermId arg : node.args)
       product = multiply(product, *poly(arg));
-    return make(std::move(product));
+    return make(cancel_positive(std::move(product)));
   }
   case Op::Inv:
     return make(inverse(*poly(node.args[0])));

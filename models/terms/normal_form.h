@@ -2,7 +2,9 @@
 // coefficients over atoms (variables, and function applications, inverses and
 // comparisons whose arguments are themselves canonical). Equal polynomials
 // become the same TermId, so most equivalence obligations are proved by an id
-// comparison. Only identities valid for all reals (with inv(0) = 0) are used.
+// comparison. Only identities valid for all reals (with inv(0) = 0) are used;
+// x * inv(x) = 1 only where x is provably positive (exp, and sums and
+// products of such with positive coefficients: softmax normalisers).
 #pragma once
 
 #include "models/terms/term_store.h"
@@ -34,6 +36,8 @@ private:
   Poly multiply(const Poly &a, const Poly &b);
   Poly atom(TermId canonical_atom, std::uint32_t exponent = 1);
   Poly inverse(const Poly &p);
+  bool positive(TermId canonical);
+  Poly cancel_positive(Poly p);
   TermId comparison(bool strict, const Poly &a, const Poly &b);
   TermId build(const Poly &p);
   void charge(std::size_t monomials);
@@ -42,6 +46,7 @@ private:
   std::size_t budget_;
   std::size_t spent_ = 0;
   std::unordered_map<TermId, PolyPtr> memo_;
+  std::unordered_map<TermId, bool> positive_;
 };
 
 } // namespace shardproof::terms

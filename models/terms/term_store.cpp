@@ -298,15 +298,15 @@ std::string TermStore::to_string(TermId id) const {
 TermId Substitution::apply(TermId term) {
   if (auto it = memo_.find(term); it != memo_.end())
     return it->second;
+  if (auto b = binding_.find(term); b != binding_.end())
+    return memo_[term] = b->second;
   const Node node = store_.node(term); // copy: the store may grow below
   TermId result = term;
   switch (node.op) {
   case Op::Const:
     break;
   case Op::Var:
-    if (auto b = binding_.find(term); b != binding_.end())
-      result = b->second;
-    else if (resolver_)
+    if (resolver_)
       result = resolver_(term);
     break;
   case Op::Add:
@@ -345,6 +345,47 @@ TermId Substitution::apply(TermId term) {
   }
   memo_[term] = result;
   return result;
+}
+
+std::string alpha_key(const TermStore &store, std::span<const TermId> roots) {
+  // Post-order over the DAG; each node gets a local number in first-visit
+  // order, each variable its kind and first-seen ordinal, so that only the
+  // shape of the DAG and its constants show.
+  std::unordered_map<TermId, std::size_t> local;
+  std::size_t variables = 0;
+  std::string key;
+  std::vector<std::pair<TermId, bool>> stack;
+  for (TermId root : roots) {
+    stack.push_back({root, false});
+    while (!stack.empty()) {
+      auto [t, expanded] = stack.back();
+      stack.pop_back();
+      if (local.count(t))
+        continue;
+      const Node &n = store.node(t);
+      if (!expanded) {
+        stack.push_back({t, true});
+        for (auto it = n.args.rbegin(); it != n.args.rend(); ++it)
+          if (!local.count(*it))
+            stack.push_back({*it, false});
+        continue;
+      }
+      key += std::to_string(static_cast<int>(n.op));
+      if (n.op == Op::Var)
+        key += "v" + std::to_string(static_cast<int>(store.variable(t).kind)) + "." +
+               std::to_string(variables++);
+      else if (n.op == Op::Const)
+        key += "c" + store.const_value(t).get_str();
+      else
+        key += "p" + std::to_string(n.payload);
+      for (TermId a : n.args)
+        key += "," + std::to_string(local.at(a));
+      key += ";";
+      local.emplace(t, local.size());
+    }
+    key += "|" + std::to_string(local.at(root)) + "|";
+  }
+  return key;
 }
 
 std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots) {

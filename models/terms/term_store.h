@@ -134,7 +134,13 @@ private:
 class Substitution {
 public:
   explicit Substitution(TermStore &store) : store_(store) {}
-  void bind(TermId var, TermId value) { binding_[var] = value; }
+  // Replaces `term` (a variable, or any subterm: modular proofs abstract
+  // values whose layout is proved) by `value`.
+  void bind(TermId term, TermId value) { binding_[term] = value; }
+  bool binds(TermId term) const { return binding_.count(term) > 0; }
+  TermId binding(TermId term) const { return binding_.at(term); }
+  // Forgets rewritten terms, so that bindings added since apply to them.
+  void clear_memo() { memo_.clear(); }
   // Called for a variable without a binding; may return the variable itself.
   // Lets the linker resolve collective placeholders lazily.
   void set_resolver(std::function<TermId(TermId)> resolver) {
@@ -148,6 +154,11 @@ private:
   std::unordered_map<TermId, TermId> memo_;
   std::function<TermId(TermId)> resolver_;
 };
+
+// A key equal for two lists of terms exactly when they are the same DAG up to
+// a renaming of variables (of the same kind): equations with equal keys are
+// equally valid, so one proof serves both.
+std::string alpha_key(const TermStore &store, std::span<const TermId> roots);
 
 // Every variable a term depends on, in first-seen order.
 std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots);

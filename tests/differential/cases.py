@@ -60,7 +60,24 @@ CASES = {
     "triu_tril": ([(2, 3, 3)], lambda x: x.triu(1) + torch.tril(x, -1) * 2 + torch.triu(x)),
     "inplace_through_view": ([(2, 6)], lambda x: _inplace_through_view(x)),
     "use_before_inplace": ([(2, 3)], lambda x: _use_before_inplace(x)),
+    "function_edits_input": ([(2, 3)], lambda x: _EditsInput.apply(x * 1.0) * x),
 }
+
+
+class _EditsInput(torch.autograd.Function):
+    """A forward that writes into its input (as Megatron's vocab-parallel
+    cross entropy does): the input keeps its autograd history."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x -= 1.0
+        ctx.save_for_backward(x.clone())
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (shifted,) = ctx.saved_tensors
+        return g * shifted
 
 
 def _use_before_inplace(x):
@@ -120,3 +137,60 @@ class _BroadcastGrad(torch.autograd.Function):
 
 
 CASES["function_broadcast_grad"] = ([(3,), (2, 3)], _BroadcastGrad.apply)
+
+
+# Indexing by concrete indices (MoE routing, Megatron's DDP buffers).
+_ROWS = [[0.5, 3.0, -1.0, 2.0], [1.0, 0.0, 4.0, 4.5]]
+
+
+def _inplace_operators(x, y):
+    z = x + 0.0
+    z += y
+    z *= y
+    z -= 1.0
+    z /= 2.0
+    acc = torch.zeros(2, 3, dtype=torch.float64)
+    acc.scatter_add_(1, torch.tensor([[2, 2, 0], [1, 0, 1]]), z)
+    acc.index_add_(0, torch.tensor([1, 0]), y)
+    return torch.cat([z, acc], dim=0)
+
+
+def _flatten_unflatten(x, y):
+    from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+    a, b = _unflatten_dense_tensors(_flatten_dense_tensors([x, y]) * 2, [x, y])
+    return torch.cat([a.reshape(-1), b * 3])
+
+
+CASES.update({
+    "gather": ([(3, 4)], lambda x: torch.gather(x, 1, torch.tensor([[0, 2], [3, 3], [1, 0]])) * 2),
+    "scatter": ([(3, 4), (3, 2)], lambda x, y: (x * 1.0).scatter(
+        1, torch.tensor([[0, 2], [3, 1], [1, 0]]), y) + torch.zeros(3, 4).scatter(
+        1, torch.tensor([[1], [2], [0]]), 1.5)),
+    "scatter_add_index_add": ([(3, 4), (5, 4)], lambda x, y: (x * 1.0).scatter_add(
+        0, torch.tensor([0, 2, 0, 1, 2]).unsqueeze(1).expand(-1, 4), y)
+        + torch.zeros(3, 4, dtype=torch.float64).index_add(0, torch.tensor([2, 2, 0, 1, 0]), y, alpha=0.5)),
+    "index_select_masked_select": ([(3, 4)], lambda x: torch.cat([
+        x.index_select(1, torch.tensor([3, 0, 3])).reshape(-1),
+        x.masked_select(torch.tensor([[True, False, True, False], [False, False, True, True],
+                                      [True, True, False, False]]))])),
+    "topk_argsort_concrete": ([(2, 4)], lambda x: x.gather(
+        1, torch.tensor(_ROWS).topk(2, dim=1).indices) * torch.tensor(_ROWS).topk(2, dim=1).values
+        + x.index_select(1, torch.tensor([3, 1, 0, 2]).argsort())[:, :2]),
+    "bool_sum": ([(2,)], lambda x: x * torch.tensor([[True, False], [True, True], [False, True]]).sum(0)),
+    "inplace_operators": ([(2, 3), (2, 3)], _inplace_operators),
+    "flatten_unflatten": ([(2, 3), (4,)], _flatten_unflatten),
+})
+
+
+def _grad_accumulator_hook(x):
+    # Megatron DDP's trick: the leaf's AccumulateGrad node, reached through a
+    # throwaway view; its hook runs after .grad is written.
+    acc = x.expand_as(x).grad_fn.next_functions[0][0]
+    def hook(*unused):
+        x.grad.mul_(3.0)
+
+    acc.register_hook(hook)
+    return x * x
+
+
+CASES["grad_accumulator_hook"] = ([(3,)], _grad_accumulator_hook)

@@ -26,7 +26,10 @@ INSTANTIATE_TEST_SUITE_P(
     Megatron, MegatronRecipes,
     ::testing::Values("column_parallel_linear", "column_parallel_linear_sp",
                       "row_parallel_linear", "row_parallel_linear_sp",
-                      "vocab_parallel_embedding", "mlp", "mlp_swiglu"));
+                      "vocab_parallel_embedding", "mlp", "mlp_swiglu", "mlp_ddp",
+                      "mlp_dp", "vocab_parallel_cross_entropy",
+                      "vocab_parallel_cross_entropy_sp", "self_attention",
+                      "self_attention_sp", "transformer_layer", "gpt_model"));
 
 TEST(MegatronScan, EveryRecipeOfTheTableIsProvedOrAbsent) {
   const char *root = std::getenv("MEGATRON_ROOT");

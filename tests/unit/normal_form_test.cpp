@@ -112,6 +112,53 @@ TEST(NormalForm, DoesNotCancelAVariableAgainstItsInverse) {
   EXPECT_NE(n.normalize(s.mul(x, s.inv(x))), n.normalize(s.one()));
 }
 
+TEST(NormalForm, CancelsOnlyProvablyPositiveValuesAgainstTheirInverse) {
+  TermStore s;
+  Normalizer n(s);
+  TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);
+  TermId ea = s.app(Fn::Exp, a), eb = s.app(Fn::Exp, b);
+  TermId sum = s.add(ea, eb);
+  auto one = n.normalize(s.one());
+  EXPECT_EQ(n.normalize(s.mul(ea, s.inv(ea))), one);
+  EXPECT_EQ(n.normalize(s.mul(sum, s.inv(sum))), one);
+  // A softmax sums to one.
+  EXPECT_EQ(n.normalize(s.add(s.mul(ea, s.inv(sum)), s.mul(eb, s.inv(sum)))), one);
+  // exp(a) - exp(b) may be 0, and a + exp(b) may be too: no cancellation.
+  TermId difference = s.sub(ea, eb), mixed = s.add(a, eb);
+  EXPECT_NE(n.normalize(s.mul(difference, s.inv(difference))), one);
+  EXPECT_NE(n.normalize(s.mul(mixed, s.inv(mixed))), one);
+}
+
+TEST(NormalForm, CancellationKeepsTheValue) {
+  // Random positive-coefficient sums of exps, their inverses, and products
+  // with other terms: the normal form evaluates to what the term does.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    TermStore s;
+    Normalizer n(s);
+    std::vector<TermId> vars;
+    for (int i = 0; i < 3; ++i)
+      vars.push_back(s.var("v" + std::to_string(i), VarKind::Reference));
+    auto pick = [&](int k) { return std::uniform_int_distribution<int>(0, k)(rng); };
+    auto positive_sum = [&] {
+      TermId sum = s.zero();
+      for (int k = pick(2); k >= 0; --k)
+        sum = s.add(sum, s.mul(s.constant(pick(3) + 1), s.app(Fn::Exp, vars[pick(2)])));
+      return sum;
+    };
+    TermId normaliser = positive_sum();
+    TermId term = s.zero();
+    for (int k = pick(3); k >= 0; --k) {
+      TermId factor = pick(1) ? positive_sum() : s.add(vars[pick(2)], s.constant(pick(2)));
+      term = s.add(term, s.mul(factor, s.inv(pick(1) ? normaliser : positive_sum())));
+    }
+    auto canonical = n.normalize(term);
+    ASSERT_TRUE(canonical);
+    DoubleEvaluator eval(s, [&](TermId v) { return 0.3 * static_cast<double>(v % 7) - 0.8; });
+    EXPECT_TRUE(nearly_equal(*eval(term), *eval(*canonical))) << trial;
+  }
+}
+
 TEST(NormalForm, ScaledComparisonsShareAnAtom) {
   TermStore s;
   Normalizer n(s);

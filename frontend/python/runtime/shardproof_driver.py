@@ -257,7 +257,14 @@ def _run(path, func, world, rank):
     _name_inputs(inputs)
     inputs = _differentiable(inputs)
     _Phase.current = f"the forward of {type(model).__name__}"
-    out = model(*inputs)
+    if hasattr(model, "named_modules"):
+        for name, module in model.named_modules():
+            module.__dict__["_shardproof_name"] = name or type(model).__name__
+    _tracing.state.module_boundaries = True
+    try:
+        out = model(*inputs)
+    finally:
+        _tracing.state.module_boundaries = False
     if isinstance(out, import_policy.OpaqueValue):
         raise _tracing.Unsupported(
             f"the model's output is the unmodelled value {out._name} from {out._origin}")

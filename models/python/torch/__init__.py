@@ -167,7 +167,8 @@ for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "reciprocal", "clamp", "clip", "flatten", "transpose", "permute",
               "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
               "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
-              "triu", "tril", "topk"):
+              "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",
+              "scatter_add", "index_add", "masked_select"):
     globals()[_name] = _unary(_name)
 
 

@@ -8,6 +8,8 @@ import weakref
 
 import numpy as np
 
+import _shardproof as _sp
+
 from . import _tracing
 
 
@@ -21,12 +23,15 @@ class GradNode:
     Tensor or None) per entry of `inputs`."""
 
     __slots__ = ("name", "vjp", "inputs", "loc", "num_outputs", "takes_tensors",
-                 "_next", "_edges", "__weakref__")
+                 "_next", "_edges", "_keep", "module_outputs", "__weakref__")
 
     def __init__(self, name, vjp, inputs, loc, num_outputs=1, takes_tensors=False):
         # Built-in VJPs work on arrays; a custom Function's backward is user
         # code and gets Tensors.
         self.takes_tensors = takes_tensors
+        # (module call, output k, output nr): outputs of this node a module
+        # returned, whose whole gradient the trace records (modular proofs).
+        self.module_outputs = ()
         self.name = name
         self.vjp = vjp
         self.inputs = inputs
@@ -40,6 +45,12 @@ class GradNode:
         self._edges = tuple(
             (i.grad_fn, getattr(i, "_output_nr", 0), i.requires_grad)
             if isinstance(i, Tensor) else (None, 0, False) for i in inputs)
+        # As in PyTorch, a graph holds the AccumulateGrad nodes of the leaves
+        # it reaches: hooks registered on them fire even if the caller let
+        # go of the node after building the graph.
+        self._keep = tuple(a for a in (
+            _live_accumulator(i) for i, (fn, _, needs) in zip(inputs, self._edges)
+            if fn is None and needs) if a is not None)
 
     @property
     def next_functions(self):
@@ -48,12 +59,11 @@ class GradNode:
         node holds them, so a leaf's accumulator lives as long as a graph
         that reaches it (the grad-accumulator trick of Megatron's DDP)."""
         if self._next is None:
-            Tensor = _tensor_type()
             edges = []
-            for inp in self.inputs:
-                if isinstance(inp, Tensor) and inp.grad_fn is not None:
-                    edges.append((inp.grad_fn, getattr(inp, "_output_nr", 0)))
-                elif isinstance(inp, Tensor) and inp.requires_grad:
+            for inp, (grad_fn, nr, needs) in zip(self.inputs, self._edges):
+                if grad_fn is not None:
+                    edges.append((grad_fn, nr))
+                elif needs:
                     edges.append((grad_accumulator(inp), 0))
                 else:
                     edges.append((None, 0))
@@ -170,29 +180,63 @@ def backward(root, gradient):
         return
     slots = {id(root.grad_fn): [None] * root.grad_fn.num_outputs}
     slots[id(root.grad_fn)][root._output_nr] = gradient
+    order = _topological(root.grad_fn)
+    # As PyTorch's engine, a leaf's gradient is summed over every use before
+    # its AccumulateGrad runs once (so its hooks see the whole gradient, once):
+    # `pending` counts the uses not yet reached in the walk.
+    pending, leaf_grads = {}, {}
+    for node in order:
+        for inp, (grad_fn, _, needs) in zip(node.inputs, node._edges):
+            if grad_fn is None and needs and isinstance(inp, Tensor):
+                pending[id(inp)] = pending.get(id(inp), 0) + 1
     with _no_grad():
-        for node in _topological(root.grad_fn):
+        for node in order:
             grads = slots.pop(id(node), None)
+            if grads is not None:
+                _record_module_gradients(node, grads)
             if grads is None or all(g is None for g in grads):
-                continue
-            results = node.vjp(grads if node.takes_tensors else
-                               [None if g is None else g._a for g in grads])
+                results = [None] * len(node.inputs)  # its leaf uses still settle
+            else:
+                results = node.vjp(grads if node.takes_tensors else
+                                   [None if g is None else g._a for g in grads])
             for inp, (grad_fn, nr, needs), g in zip(node.inputs, node._edges, results):
-                if g is None or not isinstance(inp, Tensor) or not needs:
+                if not isinstance(inp, Tensor) or not needs:
                     continue
-                # In the IR a gradient depends on the output gradients and on
-                # the forward values its VJP reads (the op's inputs).
-                parents = [x for x in grads if x is not None] + list(node.inputs)
-                g = _as_tensor(g, inp, node, parents)
+                if g is not None:
+                    # In the IR a gradient depends on the output gradients and
+                    # on the forward values its VJP reads (the op's inputs).
+                    parents = [x for x in grads if x is not None] + list(node.inputs)
+                    g = _as_tensor(g, inp, node, parents)
+                if grad_fn is None:
+                    if g is not None:
+                        old = leaf_grads.get(id(inp))
+                        leaf_grads[id(inp)] = g if old is None else old + g
+                    pending[id(inp)] -= 1
+                    if pending[id(inp)] == 0 and id(inp) in leaf_grads:
+                        g = leaf_grads.pop(id(inp))
+                        for hook in getattr(inp, "_grad_hooks", ()):
+                            replaced = hook(g)
+                            if replaced is not None:
+                                g = replaced
+                        _accumulate_leaf(inp, g)
+                    continue
+                if g is None:
+                    continue
                 for hook in getattr(inp, "_grad_hooks", ()):
                     replaced = hook(g)
                     if replaced is not None:
                         g = replaced
-                if grad_fn is None:
-                    _accumulate_leaf(inp, g)
-                else:
-                    slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
-                    slot[nr] = g if slot[nr] is None else slot[nr] + g
+                slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
+                slot[nr] = g if slot[nr] is None else slot[nr] + g
+
+
+def _record_module_gradients(node, grads):
+    """The whole gradient of a module's output, now that every use of it
+    has contributed (the node's outputs are complete when it is reached)."""
+    for call, k, nr in node.module_outputs:
+        g = grads[nr]
+        if g is not None and g._a.dtype == object:
+            _sp.record_module_gradient(call, k, g._node or 0, g._a.ravel().tolist())
 
 
 def _accumulate_leaf(leaf, g):
@@ -207,7 +251,10 @@ def _accumulate_leaf(leaf, g):
         hook(leaf)
     if node is not None:
         for hook in list(node._hooks):
-            hook((), (g,))
+            result = hook((), (g,))
+            if result is not None and not isinstance(result, tuple):
+                raise TypeError("expected tuple, but hook returned "
+                                f"'{type(result).__name__}'")
 
 
 class _no_grad:

@@ -23,7 +23,8 @@ class dtype:
             return object
         if self.is_complex:
             from ._tracing import Unsupported
-            raise Unsupported(f"a tensor of dtype torch.{self.name} (complex numbers are not modelled)")
+            raise Unsupported(
+                f"a tensor of dtype torch.{self.name} (complex numbers are not modelled)")
         return np.bool_ if self.name == "bool" else np.int64
 
 

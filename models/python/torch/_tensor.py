@@ -315,6 +315,13 @@ def _index(key):
     return key
 
 
+def _concrete_index(index, op):
+    a = index._a if isinstance(index, Tensor) else np.asarray(index)
+    if a.dtype == object:
+        raise Unsupported(f"{op} with symbolic indices")
+    return a.astype(np.int64)
+
+
 class Tensor:
     __array_priority__ = 1000  # numpy defers to our operators
     _base = None  # a view's base tensor (see _view)
@@ -400,8 +407,15 @@ class Tensor:
         return v.item() if isinstance(v, np.generic) else v
 
     def tolist(self):
-        return [v.item() if isinstance(v, np.generic) else v
-                for v in self._a.ravel()] if self.ndim else self.item()
+        """Nested lists, as PyTorch's (one level per dimension)."""
+        if not self.ndim:
+            return self.item()
+
+        def nest(a):
+            if a.ndim == 1:
+                return [v.item() if isinstance(v, np.generic) else v for v in a]
+            return [nest(row) for row in a]
+        return nest(self._a)
 
     __float__ = lambda self: builtins.float(self.item())  # noqa: E731
     __int__ = lambda self: builtins.int(self.item())  # noqa: E731
@@ -522,6 +536,23 @@ class Tensor:
 
     pow = __pow__
 
+    def __rpow__(self, base):
+        """`number ** tensor` (rotary frequencies): concrete exponents only."""
+        if isinstance(base, Tensor):
+            raise Unsupported("a tensor exponent")
+        A = self._a
+        if A.dtype == object and any(isinstance(v, _sp.Term) and not v.is_const
+                                     for v in A.ravel()):
+            raise Unsupported("a number raised to a symbolic tensor")
+        exps = np.vectorize(builtins.float, otypes=[np.float64])(A) if A.dtype == object \
+            else A.astype(np.float64)
+        Y = np.asarray(np.power(builtins.float(base), exps), dtype=object)
+        dtype = self.dtype if self.dtype.is_floating_point else _dtypes.default_float()
+        log_base = math.log(base) if base > 0 else None
+        return record(Y, dtype, "pow", "elementwise", (self,),
+                      None if log_base is None else
+                      (lambda g: [np.asarray(g[0], dtype=object) * Y * log_base]))
+
     def __matmul__(self, o):
         return matmul(self, o)
 
@@ -627,8 +658,11 @@ class Tensor:
         return record(np.asarray(out, dtype=(dtype or self.dtype).numpy),
                       dtype or self.dtype, op, "reduction", (self,), vjp)
 
-    def sum(self, dim=None, keepdim=False, dtype=None):
+    def sum(self, dim=None, keepdim=False, dtype=None, axis=None):
+        dim = axis if dim is None else dim  # numpy's name, which torch accepts
         axes, shape = self._axes(dim), self._a.shape
+        if dtype is None and not self.dtype.is_floating_point:
+            dtype = _dtypes.int64  # PyTorch sums bool and integer tensors as int64
 
         def vjp(g):
             g = np.asarray(g[0], dtype=object)
@@ -702,6 +736,108 @@ class Tensor:
         return record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
                       "reduction", (self,))
 
+    def gather(self, dim, index, sparse_grad=False):
+        """out[i][j] = self[i][index[i][j]] (dim 1): data movement by
+        concrete indices."""
+        d, idx = _dim(dim, self.ndim), _concrete_index(index, "gather")
+        head = tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(idx.shape))
+        return _movement("gather", "view",
+                         lambda a: np.take_along_axis(a[head], idx, axis=d), (self,))
+
+    def index_select(self, dim, index):
+        d, idx = _dim(dim, self.ndim), _concrete_index(index, "index_select")
+        return _movement("index_select", "view", lambda a: np.take(a, idx, axis=d), (self,))
+
+    def scatter(self, dim, index, src=None, value=None, reduce=None):
+        """A copy of self with out[i][index[i][j]] = src[i][j] (dim 1), or
+        the scalar `value`; concrete indices."""
+        if reduce is not None:
+            raise Unsupported("scatter with reduce=")
+        src = value if src is None else src
+        d, idx = _dim(dim, self.ndim), _concrete_index(index, "scatter")
+
+        def put(old, new):
+            out = np.array(old, copy=True)
+            new = np.asarray(new)
+            for pos in np.ndindex(*idx.shape):
+                target = list(pos)
+                target[d] = idx[pos]
+                out[tuple(target)] = new[pos] if new.ndim else new
+            return out
+
+        sources = (self, src)
+        return _movement("scatter", "elementwise", put, sources,
+                         differentiable=tuple(x for x in sources if isinstance(x, Tensor)))
+
+    def scatter_add(self, dim, index, src):
+        """A copy of self with out[i][index[i][j]] += src[i][j] (dim 1);
+        concrete indices. Linear: the gradient of src gathers the output's."""
+        d, idx = _dim(dim, self.ndim), _concrete_index(index, "scatter_add")
+        targets = []
+        for pos in np.ndindex(*idx.shape):
+            target = list(pos)
+            target[d] = idx[pos]
+            targets.append((pos, tuple(target)))
+        out = np.array(self._a, dtype=object, copy=True)
+        S = _raw(src)
+        for pos, target in targets:
+            out[target] = out[target] + S[pos]
+        src_shape = _shape_of(src)
+
+        def vjp(grads):
+            g = np.asarray(grads[0], dtype=object)
+            gs = np.zeros(src_shape, dtype=object)
+            for pos, target in targets:
+                gs[pos] = g[target]
+            return [g, gs]
+
+        return record(out, _result_dtype(self, src), "scatter_add", "elementwise",
+                      (self, src), vjp)
+
+    def scatter_add_(self, dim, index, src):
+        return self._overwrite(self._old().scatter_add(dim, index, src))
+
+    def index_add(self, dim, index, source, alpha=1):
+        """out.select(dim, index[k]) += alpha * source.select(dim, k)."""
+        d, idx = _dim(dim, self.ndim), _concrete_index(index, "index_add")
+        full = np.broadcast_to(np.expand_dims(
+            idx, tuple(k for k in range(self.ndim) if k != d)),
+            tuple(_shape_of(source)))
+        return self.scatter_add(d, Tensor(np.array(full), _dtypes.int64),
+                                source * alpha if alpha != 1 else source)
+
+    def index_add_(self, dim, index, source, alpha=1):
+        return self._overwrite(self._old().index_add(dim, index, source, alpha))
+
+    def masked_select(self, mask):
+        """The elements where the (concrete) mask is True, as a 1-D tensor."""
+        m = _raw(mask)
+        m = _bool_array(np.asarray(m)) if np.asarray(m).dtype == object else np.asarray(m)
+        if m.dtype == object:
+            raise Unsupported("masked_select with a mask of symbolic values")
+        m = np.broadcast_to(m.astype(np.bool_), self._a.shape)
+        return _movement("masked_select", "view", lambda a: np.broadcast_to(a, m.shape)[m],
+                         (self,))
+
+    def scatter_(self, dim, index, src=None, value=None, reduce=None):
+        return self._overwrite(self._old().scatter(dim, index, src, value, reduce))
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Indices that sort `dim`; over symbolic values the order depends
+        on the values, so tracing stops here."""
+        d = _dim(dim, self.ndim)
+        keys = self._a
+        if keys.dtype == object:
+            if any(isinstance(v, _sp.Term) and not v.is_const for v in keys.ravel()):
+                raise Unsupported("argsort of symbolic values: the order depends on the values")
+            keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
+        keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
+        order = np.argsort(-keys if descending else keys, axis=d, kind="stable")
+        return record(order.astype(np.int64), _dtypes.int64, "argsort", "reduction", (self,))
+
+    def record_stream(self, stream):
+        pass  # a memory-allocator hint: values are not affected
+
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (smallest) elements along `dim` and their indices.
         Which elements are picked depends on the values: over symbolic values
@@ -713,6 +849,7 @@ class Tensor:
                 raise Unsupported("topk over symbolic values: which elements it picks "
                                   "depends on the values")
             keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
+        keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
         order = np.argsort(-keys if largest else keys, axis=d, kind="stable")
         picked = np.take(order, np.arange(int(k)), axis=d)
         values = _movement("topk", "view",
@@ -908,6 +1045,11 @@ class Tensor:
             return self
         self._a[...] = result._a
         self._node = result._node
+        if not _autograd.GradMode.enabled:
+            # As in PyTorch, a write under no_grad (an optimizer step, a
+            # custom Function's forward editing its input) leaves the
+            # tensor's autograd identity as it was.
+            return self
         self.requires_grad = result.requires_grad
         self.grad_fn = result.grad_fn
         self._output_nr = getattr(result, "_output_nr", 0)

@@ -19,6 +19,7 @@ class State:
         self.leaf_counter = 0  # symbolic tensors created, in order
         self.param_counter = 0
         self.building = False  # inside the entry: the model is being built
+        self.module_boundaries = False  # the model's forward: record module calls
 
 
 state = State()
@@ -29,6 +30,7 @@ def reset(root):
     state.leaf_counter = 0
     state.param_counter = 0
     state.building = False
+    state.module_boundaries = False
 
 
 def _is_runtime(filename):

@@ -135,6 +135,12 @@ class Stream:
     def synchronize(self):
         pass
 
+    def wait_event(self, *a):
+        pass
+
+    def record_event(self, event=None):
+        return event if event is not None else Event()
+
 
 ExternalStream = Stream
 
@@ -164,6 +170,12 @@ class Event:
 
     def wait(self, *a):
         pass
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
 
 
 class CUDAGraph:

@@ -35,7 +35,8 @@ class Optimizer:
                 p.grad = None
 
     def step(self, closure=None):
-        raise _tracing.Unsupported(f"{type(self).__name__}.step: an optimizer update is not modelled")
+        raise _tracing.Unsupported(
+            f"{type(self).__name__}.step: an optimizer update is not modelled")
 
     def state_dict(self):
         return {"state": dict(self.state), "param_groups": [
