@@ -32,7 +32,7 @@ TEST_P(WorldSizes, TensorParallelMlpIsProved) {
   auto r = run_cli({"check", kExample, "--world", std::to_string(GetParam())});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // forward output, four parameter gradients and the input gradient
-  EXPECT_NE(r.out.find("proved (6 obligations: 6 proved"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("proved (10 obligations: 10 proved"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("proved: gradient: 'fc2.weight' is sharded along dim 1"),
             std::string::npos)
       << r.out;
@@ -63,7 +63,8 @@ TEST(Cli, JsonFollowsTheDocumentedShape) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["verdict"], "refuted");
-  EXPECT_EQ(doc["obligations"]["proved"], 11); // 6 + the buggy one's 5 gradients
+  // 10 (4 of them module boundaries) + the buggy one's 8 (3 boundaries, 5 gradients)
+  EXPECT_EQ(doc["obligations"]["proved"], 18);
   EXPECT_EQ(doc["obligations"]["refuted"], 1);
   EXPECT_EQ(doc["obligations"]["unknown"], 0);
   ASSERT_EQ(doc["findings"].size(), 1u);
