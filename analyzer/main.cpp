@@ -215,14 +215,9 @@ int main(int argc, char **argv) {
   std::vector<analyzer::TargetResult> results;
   try {
     for (const auto &run : runs) {
-      options.world = world;
-      if (!run.layout.empty()) {
-        // A recipe's layout sets the world: the product of its axes.
-        setenv("SHARDPROOF_PARALLEL", run.layout.c_str(), 1);
-        options.world = layout_world(run.layout);
-      } else {
-        unsetenv("SHARDPROOF_PARALLEL");
-      }
+      // A recipe's layout (handed to Python with the run) sets the world:
+      // the product of its axes.
+      options.world = run.layout.empty() ? world : layout_world(run.layout);
       results.push_back(analyzer::check_target(run, options));
     }
   } catch (const std::exception &e) {

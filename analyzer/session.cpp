@@ -107,9 +107,10 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto trace = [&](int world, int rank, terms::VarKind kind, ir::Trace &out) {
     if (result.failure)
       return;
-    result.failure = frontend::trace_rank(
-        store, {target.path, target.function, world, rank, options.trace_time_limit},
-        kind, out);
+    result.failure = frontend::trace_rank(store,
+                                          {target.path, target.function, world, rank,
+                                           options.trace_time_limit, target.layout},
+                                          kind, out);
   };
   ir::Trace reference;
   trace(1, 0, terms::VarKind::Reference, reference);
@@ -127,8 +128,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   } else {
     result.trace = summarize(store, ranks[0]);
     frontend::LinkedProgram program(store, reference, ranks);
-    checkers::CheckContext context{store, program, options.prover, {}, {},
-                                   checkers::Lemmas(store)};
+    checkers::CheckContext context{store, program, options.prover,
+                                   {},    {},      checkers::Lemmas(store)};
     for (auto &check : checkers::make_checks(options.checks))
       check->run(context);
     result.findings = std::move(context.findings);

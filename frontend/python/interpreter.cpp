@@ -178,8 +178,9 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   PyObject *result;
   {
     Watchdog watchdog(run.time_limit);
-    result = PyObject_CallFunction(run_rank, "ssii", run.path.c_str(),
-                                   run.function.c_str(), run.world, run.rank);
+    result =
+        PyObject_CallFunction(run_rank, "ssiis", run.path.c_str(), run.function.c_str(),
+                              run.world, run.rank, run.layout.c_str());
   }
   Py_DECREF(run_rank);
   set_recording_context(nullptr);

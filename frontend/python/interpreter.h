@@ -31,6 +31,9 @@ struct RankRun {
   // Python code that runs longer is interrupted where it is and reported as
   // bad input (an endless loop in the user's code must not hang shardproof).
   std::chrono::milliseconds time_limit{120000};
+  // A recipe's parallel layout ("tp=2,dp=2,sp=1"), handed to Python as
+  // SHARDPROOF_PARALLEL; empty leaves the environment as it is.
+  std::string layout;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

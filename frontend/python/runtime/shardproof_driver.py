@@ -294,7 +294,11 @@ def scan_matrix(path):
     return [tuple(row) for row in table]
 
 
-def run_rank(path, func, world, rank):
+def run_rank(path, func, world, rank, layout=""):
+    # Python's environment is a copy taken at start-up: a recipe's layout for
+    # this run is set here, not with the C library's setenv.
+    if layout:
+        os.environ["SHARDPROOF_PARALLEL"] = layout
     path = os.path.abspath(path)
     stdout = sys.stdout
     sys.stdout = sys.stderr  # the user's prints must not mix with our reports
