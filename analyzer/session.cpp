@@ -4,6 +4,7 @@
 #include "models/terms/term_store.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,8 +20,8 @@ using prover::Verdict;
 Target parse_target(const std::string &text) {
   auto sep = text.rfind("::");
   if (sep == std::string::npos)
-    return {text, "entry"};
-  return {text.substr(0, sep), text.substr(sep + 2)};
+    return {text, "entry", ""};
+  return {text.substr(0, sep), text.substr(sep + 2), ""};
 }
 
 std::size_t TargetResult::count(Verdict::Kind kind) const {
@@ -97,6 +98,59 @@ TraceSummary summarize(const terms::TermStore &store, const ir::Trace &trace) {
 }
 } // namespace
 
+namespace {
+// Traces every rank, in passes: a rank whose code turns a collective's result
+// into a Python number (token counts that size an all-to-all) stops at a
+// placeholder, since results exist only once the ranks are linked. When the
+// ranks' partial traces link some collectives to constants, the ranks are
+// traced again with those results known, until they all finish or a pass
+// learns nothing. The last pass is checked: linking its collectives must give
+// the constants it ran with, or the traces are not trusted.
+template <typename TraceRank>
+std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
+                                   std::optional<frontend::TraceFailure> &failure,
+                                   TraceRank trace_rank) {
+  constexpr int kMaxPasses = 8;
+  ir::Trace reference; // linking ranks to each other needs none
+  std::vector<ir::KnownCollectives> known(static_cast<std::size_t>(world));
+  for (int pass = 1;; ++pass) {
+    failure.reset();
+    std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r)
+      trace_rank(r, ranks[r], known[r]);
+    if (!failure && pass == 1)
+      return ranks; // nothing ran with known results: nothing to check
+    frontend::LinkedProgram program(store, reference, ranks);
+    bool learned = false, consistent = true;
+    for (int r = 0; r < world; ++r)
+      for (const ir::Collective &call : ranks[r].collectives) {
+        std::vector<terms::TermId> linked = program.linked(r, call.outputs);
+        auto key = std::make_pair(call.group, call.sequence);
+        if (auto it = known[r].find(key); it != known[r].end()) {
+          if (it->second != linked && consistent) {
+            consistent = false;
+            failure = frontend::TraceFailure{
+                frontend::TraceFailure::Kind::Unsupported, call.loc,
+                fmt::format("collective #{} on group {} linked to other values when the "
+                            "ranks were traced again with its result known",
+                            call.sequence, fmt::join(call.group, ","))};
+          }
+          continue;
+        }
+        if (std::all_of(linked.begin(), linked.end(),
+                        [&](terms::TermId t) { return store.is_const(t); })) {
+          known[r][key] = std::move(linked);
+          learned = true;
+        }
+      }
+    if (!consistent || !failure ||
+        failure->kind != frontend::TraceFailure::Kind::Unsupported || !learned ||
+        pass == kMaxPasses)
+      return ranks;
+  }
+}
+} // namespace
+
 TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TargetResult result;
@@ -104,19 +158,24 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   result.world = options.world;
   terms::TermStore store;
 
-  auto trace = [&](int world, int rank, terms::VarKind kind, ir::Trace &out) {
-    if (result.failure)
-      return;
-    result.failure = frontend::trace_rank(store,
-                                          {target.path, target.function, world, rank,
-                                           options.trace_time_limit, target.layout},
-                                          kind, out);
+  auto trace = [&](int world, int rank, terms::VarKind kind, ir::Trace &out,
+                   const ir::KnownCollectives &known) {
+    frontend::RankRun run{target.path, target.function,          world,
+                          rank,        options.trace_time_limit, target.layout,
+                          known};
+    auto failure = frontend::trace_rank(store, run, kind, out);
+    if (failure && !result.failure)
+      result.failure = std::move(failure);
   };
   ir::Trace reference;
-  trace(1, 0, terms::VarKind::Reference, reference);
-  std::vector<ir::Trace> ranks(static_cast<std::size_t>(options.world));
-  for (int r = 0; r < options.world; ++r)
-    trace(options.world, r, terms::VarKind::RankLocal, ranks[r]);
+  trace(1, 0, terms::VarKind::Reference, reference, {});
+  std::vector<ir::Trace> ranks;
+  if (!result.failure)
+    ranks =
+        trace_ranks(store, options.world, result.failure,
+                    [&](int rank, ir::Trace &out, const ir::KnownCollectives &known) {
+                      trace(options.world, rank, terms::VarKind::RankLocal, out, known);
+                    });
 
   if (result.failure) {
     if (result.failure->kind == frontend::TraceFailure::Kind::Unsupported) {

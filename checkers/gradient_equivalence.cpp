@@ -69,11 +69,11 @@ private:
       bool sharded = leaf && leaf->partition_dim >= 0 && leaf->shape != ref_out.shape;
       ob.layout = Layout{Layout::Kind::Replicated};
       if (sharded)
-        ob.layout =
-            Layout{Layout::Kind::Sharded,
-                   value->has_tensor_parallel_axis() ? Layout::Over::TensorParallel
-                                                     : Layout::Over::World,
-                   leaf->partition_dim, leaf->partition_stride};
+        ob.layout = Layout{Layout::Kind::Sharded,
+                           value->has_axis(Layout::Over::TensorParallel)
+                               ? Layout::Over::TensorParallel
+                               : Layout::Over::World,
+                           leaf->partition_dim, leaf->partition_stride};
       ob.replicated_parameter = !sharded;
       if (leaf && !leaf->loc.file.empty()) {
         ob.loc = leaf->loc;

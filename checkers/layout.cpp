@@ -12,17 +12,38 @@
 namespace shardproof::checkers {
 
 std::pair<int, int> DistributedValue::shard_of(int k, Layout::Over over) const {
-  if (over == Layout::Over::TensorParallel)
-    for (const auto &group : tensor_parallel_groups)
+  if (auto it = axis_groups.find(over); it != axis_groups.end())
+    for (const auto &group : it->second)
       for (std::size_t i = 0; i < group.size(); ++i)
         if (group[i] == rank_id(k))
           return {static_cast<int>(i), static_cast<int>(group.size())};
   return {k, world()};
 }
 
+std::vector<Layout::Over> DistributedValue::groupings() const {
+  std::vector<Layout::Over> out{Layout::Over::World};
+  for (const auto &[over, groups] : axis_groups)
+    out.push_back(over);
+  return out;
+}
+
+namespace {
+std::string_view axis_name(Layout::Over over) {
+  switch (over) {
+  case Layout::Over::TensorParallel:
+    return "tensor-parallel";
+  case Layout::Over::DataParallel:
+    return "data-parallel";
+  case Layout::Over::World:
+    break;
+  }
+  return "";
+}
+} // namespace
+
 std::string Layout::str() const {
   std::string group =
-      over == Over::TensorParallel ? " over the tensor-parallel group" : "";
+      over == Over::World ? "" : fmt::format(" over the {} group", axis_name(over));
   switch (kind) {
   case Kind::Replicated:
     return "replicated";
@@ -36,8 +57,9 @@ std::string Layout::str() const {
                    : fmt::format("the rank's shard of the reference (dim {}{}) times {}",
                                  dim, group, factor.get_str());
   case Kind::PartialSum:
-    return over == Over::TensorParallel ? "a partial sum over each tensor-parallel group"
-                                        : "a partial sum over ranks";
+    return over == Over::World
+               ? "a partial sum over ranks"
+               : fmt::format("a partial sum over each {} group", axis_name(over));
   case Kind::None:
     return "unrelated to the reference";
   }
@@ -52,20 +74,15 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
   if (all_same) {
     out.push_back({Layout::Kind::Replicated});
     out.push_back({Layout::Kind::Scaled}); // even on one holder: wrongly averaged
-    if (value.world() > 1) {
-      out.push_back({Layout::Kind::PartialSum});
-      if (value.has_tensor_parallel_axis())
-        out.push_back({Layout::Kind::PartialSum, Layout::Over::TensorParallel});
-    }
+    if (value.world() > 1)
+      for (Layout::Over over : value.groupings())
+        out.push_back({Layout::Kind::PartialSum, over});
     return out;
   }
   std::size_t sharded_from = out.size();
   const auto &ref = value.reference_shape;
-  std::vector<Layout::Over> groupings{Layout::Over::World};
-  if (value.has_tensor_parallel_axis())
-    groupings.push_back(Layout::Over::TensorParallel);
   for (std::size_t d = 0; d < ref.size(); ++d)
-    for (Layout::Over over : groupings) {
+    for (Layout::Over over : value.groupings()) {
       bool fits = true;
       for (int r = 0; r < value.world() && fits; ++r) {
         const auto &shape = value.rank_shapes[r];
@@ -128,8 +145,8 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
     std::vector<std::vector<int>> groups{{}};
     for (int r = 0; r < value.world(); ++r)
       groups[0].push_back(r);
-    if (layout.over == Layout::Over::TensorParallel)
-      groups = value.tensor_parallel_groups;
+    if (value.has_axis(layout.over))
+      groups = value.axis_groups.at(layout.over);
     for (const auto &group : groups)
       for (std::size_t i = 0; i < value.reference.size(); ++i) {
         TermId sum = store.zero();

@@ -6,6 +6,7 @@
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,9 +21,11 @@ struct Layout {
   // averaged, or the reverse).
   enum class Kind { Replicated, Sharded, Scaled, PartialSum, None };
   Kind kind = Kind::None;
-  // Sharded and PartialSum over the whole world, or over each tensor-parallel
-  // group (replicated across the other axes: data parallel, ...).
-  enum class Over { World, TensorParallel };
+  // Sharded and PartialSum over the whole world, or over each group of one
+  // parallel axis (and replicated across the other axes): a weight sharded
+  // over each tensor-parallel group, a batch sharded over each data-parallel
+  // group.
+  enum class Over { World, TensorParallel, DataParallel };
   Over over = Over::World;
   int dim = -1;         // for Sharded, and Scaled of a shard
   int stride = 1;       // Megatron's partition_stride
@@ -38,16 +41,18 @@ struct DistributedValue {
   std::vector<TermId> reference;
   std::vector<ir::Shape> rank_shapes;
   std::vector<std::vector<TermId>> ranks;
-  // The tensor-parallel groups (global ranks) when they are smaller than the
+  // The groups (global ranks) of each parallel axis that is smaller than the
   // world: a rank's shard index is its position in its group.
-  std::vector<std::vector<int>> tensor_parallel_groups;
+  std::map<Layout::Over, std::vector<std::vector<int>>> axis_groups;
   // The global rank of each entry of `ranks` when only some ranks hold the
   // value (an expert's parameter lives on its expert-parallel ranks); empty
   // when every rank does, in order.
   std::vector<int> members;
   int rank_id(int k) const { return members.empty() ? k : members[k]; }
   int world() const { return static_cast<int>(ranks.size()); }
-  bool has_tensor_parallel_axis() const { return !tensor_parallel_groups.empty(); }
+  bool has_axis(Layout::Over over) const { return axis_groups.count(over) > 0; }
+  // The world, then every axis that has groups.
+  std::vector<Layout::Over> groupings() const;
   // (shard index, shard count) of entry k under `over`.
   std::pair<int, int> shard_of(int rank, Layout::Over over) const;
 };

@@ -90,18 +90,17 @@ private:
       value.rank_shapes.push_back(value_of(*twins[r]).shape);
       value.ranks.push_back(context.program.linked(r, value_of(*twins[r]).elements));
     }
-    add_tensor_parallel_groups(value, context.program);
+    add_axis_groups(value, context.program);
     if (value.reference.empty() || context.lemmas.abstracted(value))
       return;
     Layout layout = infer_layout(context.store, value);
     if (!layout.acceptable())
       return;
-    std::string what =
-        fmt::format("module '{}' ({}): {} {}", ref.name, ref.type_name,
-                    crossing == Crossing::Input    ? "input"
-                    : crossing == Crossing::Output ? "output"
-                                                   : "gradient of output",
-                    k);
+    std::string what = fmt::format("module '{}' ({}): {} {}", ref.name, ref.type_name,
+                                   crossing == Crossing::Input    ? "input"
+                                   : crossing == Crossing::Output ? "output"
+                                                                  : "gradient of output",
+                                   k);
     std::string name = fmt::format("{} is {}", what, layout.str());
     prover::Verdict verdict =
         prove_layout(context, layout_equation(context.store, value, layout), name);

@@ -230,13 +230,17 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
 }
 } // namespace
 
-void add_tensor_parallel_groups(DistributedValue &value,
-                                const frontend::LinkedProgram &program) {
-  std::set<std::vector<int>> groups;
-  for (int r = 0; r < program.world(); ++r)
-    if (!program.rank(r).tensor_parallel_group.empty())
-      groups.insert(program.rank(r).tensor_parallel_group);
-  value.tensor_parallel_groups.assign(groups.begin(), groups.end());
+void add_axis_groups(DistributedValue &value, const frontend::LinkedProgram &program) {
+  auto add = [&](Layout::Over over, std::vector<int> ir::Trace::*group_of) {
+    std::set<std::vector<int>> groups;
+    for (int r = 0; r < program.world(); ++r)
+      if (!(program.rank(r).*group_of).empty())
+        groups.insert(program.rank(r).*group_of);
+    if (!groups.empty())
+      value.axis_groups[over].assign(groups.begin(), groups.end());
+  };
+  add(Layout::Over::TensorParallel, &ir::Trace::tensor_parallel_group);
+  add(Layout::Over::DataParallel, &ir::Trace::data_parallel_group);
 }
 
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
@@ -276,7 +280,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       value.rank_shapes.push_back(twin.shape);
       value.ranks.push_back(program.linked(r, twin.elements));
     }
-    add_tensor_parallel_groups(value, program);
+    add_axis_groups(value, program);
     return value;
   };
   // A node on a path the reference never ran has no twin by line; relate it
@@ -467,7 +471,7 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
     value.rank_shapes.push_back(o->shape);
     value.ranks.push_back(program.linked(r, o->elements));
   }
-  add_tensor_parallel_groups(value, program);
+  add_axis_groups(value, program);
   return value;
 }
 
@@ -491,11 +495,13 @@ prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
       prover::Verdict verdict;
       verdict.kind = prover::Verdict::Kind::Proved;
       verdict.method = "memoized";
-      verdict.why = fmt::format("the same obligation, up to renaming, as \"{}\"", *earlier);
+      verdict.why =
+          fmt::format("the same obligation, up to renaming, as \"{}\"", *earlier);
       return verdict;
     }
     if (!blocked_by_rank_local(store, small)) {
-      prover::Verdict verdict = prover::prove_equal(store, small.lhs, small.rhs, context.options);
+      prover::Verdict verdict =
+          prover::prove_equal(store, small.lhs, small.rhs, context.options);
       if (verdict.kind == prover::Verdict::Kind::Proved) {
         context.lemmas.remember(key, obligation);
         verdict.method += ", modular";

@@ -62,9 +62,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             int home_rank, ir::NodeId start_node,
                                             const Layout &value_layout);
 
-// The entry's tensor-parallel groups, when smaller than the world.
-void add_tensor_parallel_groups(DistributedValue &value,
-                                const frontend::LinkedProgram &program);
+// The entry's tensor- and data-parallel groups, when smaller than the world.
+void add_axis_groups(DistributedValue &value, const frontend::LinkedProgram &program);
 
 const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
 

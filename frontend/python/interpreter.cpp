@@ -173,7 +173,7 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   PyObject *run_rank = driver();
   out.rank = run.rank;
   out.world = run.world;
-  RecordingContext context{&store, &out, leaf_kind};
+  RecordingContext context{&store, &out, leaf_kind, &run.known_collectives};
   set_recording_context(&context);
   PyObject *result;
   {

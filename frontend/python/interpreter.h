@@ -34,6 +34,9 @@ struct RankRun {
   // A recipe's parallel layout ("tp=2,dp=2,sp=1"), handed to Python as
   // SHARDPROOF_PARALLEL; empty leaves the environment as it is.
   std::string layout;
+  // Collective results an earlier pass linked to constants (see
+  // ir::KnownCollectives).
+  ir::KnownCollectives known_collectives;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

@@ -454,11 +454,18 @@ PyObject *py_record_module_gradient(PyObject *, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-PyObject *py_record_tensor_parallel_group(PyObject *, PyObject *args) {
+PyObject *py_record_parallel_group(PyObject *, PyObject *args) {
+  const char *axis;
   PyObject *ranks;
-  if (!PyArg_ParseTuple(args, "O", &ranks))
+  if (!PyArg_ParseTuple(args, "sO", &axis, &ranks))
     return nullptr;
-  trace().tensor_parallel_group = int_list<int>(ranks);
+  std::string_view name = axis;
+  if (name != "tensor_parallel" && name != "data_parallel") {
+    PyErr_Format(PyExc_ValueError, "unknown parallel axis '%s'", axis);
+    return nullptr;
+  }
+  (name == "tensor_parallel" ? trace().tensor_parallel_group
+                             : trace().data_parallel_group) = int_list<int>(ranks);
   if (PyErr_Occurred())
     return nullptr;
   Py_RETURN_NONE;
@@ -496,6 +503,24 @@ PyObject *py_record_collective(PyObject *, PyObject *args) {
     return nullptr;
   trace().collectives.push_back(std::move(c));
   Py_RETURN_NONE;
+}
+
+PyObject *py_known_collective(PyObject *, PyObject *args) {
+  PyObject *group;
+  int sequence;
+  if (!PyArg_ParseTuple(args, "Oi", &group, &sequence))
+    return nullptr;
+  auto key = std::make_pair(int_list<int>(group), sequence);
+  if (PyErr_Occurred())
+    return nullptr;
+  const ir::KnownCollectives *known = g_context->known_collectives;
+  auto it = known ? known->find(key) : ir::KnownCollectives::const_iterator{};
+  if (!known || it == known->end())
+    Py_RETURN_NONE;
+  PyObject *list = PyList_New(static_cast<Py_ssize_t>(it->second.size()));
+  for (std::size_t i = 0; list && i < it->second.size(); ++i)
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), wrap(it->second[i]));
+  return list;
 }
 
 PyObject *py_record_output(PyObject *, PyObject *args) {
@@ -568,9 +593,11 @@ PyMethodDef module_methods[] = {
      "record a module's inputs and outputs; returns the call's index"},
     {"record_module_gradient", py_record_module_gradient, METH_VARARGS,
      "record the gradient a module's output received"},
-    {"record_tensor_parallel_group", py_record_tensor_parallel_group, METH_VARARGS,
-     "record the entry's tensor-parallel group"},
+    {"record_parallel_group", py_record_parallel_group, METH_VARARGS,
+     "record the entry's tensor- or data-parallel group (axis, global ranks)"},
     {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},
+    {"known_collective", py_known_collective, METH_VARARGS,
+     "the constants an earlier pass linked a collective (group, sequence) to, or None"},
     {"record_output", py_record_output, METH_VARARGS, "record an entry output"},
     {nullptr, nullptr, 0, nullptr},
 };

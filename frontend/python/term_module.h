@@ -15,6 +15,7 @@ struct RecordingContext {
   terms::TermStore *store = nullptr;
   ir::Trace *trace = nullptr;
   terms::VarKind leaf_kind = terms::VarKind::Reference;
+  const ir::KnownCollectives *known_collectives = nullptr;
 };
 
 void set_recording_context(RecordingContext *context);

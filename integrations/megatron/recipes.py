@@ -233,8 +233,10 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
             if getattr(p, "main_grad", None) is not None:
                 p.grad = p.main_grad  # FP32Optimizer.prepare_grads
 
+    from megatron.core import parallel_state
     return dict(step, model=model, inputs=inputs, loss=loss,
-                finalize_grads=finalize_grads)
+                finalize_grads=finalize_grads,
+                data_parallel_group=parallel_state.get_data_parallel_group())
 
 
 def mlp_ddp():
@@ -399,13 +401,17 @@ def _moe_tokens(x, layout):
     return _tp_slice(_data_parallel_slice(x, 1), layout, 0)
 
 
-def _moe_step(layer, config, layout):
-    """The MoE entry: the layer wrapped in Megatron's DDP as in training (dense
-    parameters averaged over the data-parallel group, which holds the
-    expert-parallel ranks, expert parameters over the expert-data-parallel
-    group, by finalize_model_grads), this rank's tokens of a [sequence 4,
-    batch 2, hidden 4] batch, a batch-mean loss, expert names mapped."""
+def _moe_step(layout, build):
+    """The MoE entry: the layer `build()` returns (with its config) wrapped in
+    Megatron's DDP as in training (dense parameters averaged over the
+    data-parallel group, which holds the expert-parallel ranks, expert
+    parameters over the expert-data-parallel group, by finalize_model_grads),
+    this rank's tokens of a [sequence 4, batch 2, hidden 4] batch, a
+    batch-mean loss, expert names mapped."""
+    # The batch comes first: symbolic inputs are matched to the reference's
+    # by creation order, and a rank builds fewer experts than the reference.
     x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
+    layer, config = build()
     sp = dataclasses.replace(layout, sp=layout.tp > 1)  # MoE with TP needs SP
     step = _ddp_step(_step(layer, (_tp_slice(x, layout, 0),), sp), config)
     if hasattr(layer, "local_expert_indices"):  # a router alone has no experts
@@ -457,16 +463,14 @@ def moe_router():
     if _accepts(router_class, "pg_collection"):  # after 2024: explicit process groups
         from megatron.core.transformer.moe.moe_utils import get_default_pg_collection
         extra["pg_collection"] = get_default_pg_collection()
-    layer = router_class(config=config, **extra)
-    return _moe_step(layer, config, layout)
+    return _moe_step(layout, lambda: (router_class(config=config, **extra), config))
 
 
 def moe_layer(dispatcher="alltoall"):
     """Megatron's MoELayer with the pure-PyTorch SequentialMLP experts and the
     `dispatcher` token dispatcher."""
     _, layout = _megatron()
-    layer, config = _moe_layer(layout, dispatcher)
-    return _moe_step(layer, config, layout)
+    return _moe_step(layout, lambda: _moe_layer(layout, dispatcher))
 
 
 def moe_layer_allgather():
@@ -521,9 +525,12 @@ def moe_layer_replay(dispatcher="alltoall"):
         import shardproof_recipes
         raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
             "this Megatron tree has no MoE routing replay")
-    layer, config = _moe_layer(layout, dispatcher, moe_enable_routing_replay=True)
-    _replay_routing(layout, config, torch.tensor(_ROUTING))
-    return _moe_step(layer, config, layout)
+
+    def build():
+        layer, config = _moe_layer(layout, dispatcher, moe_enable_routing_replay=True)
+        _replay_routing(layout, config, torch.tensor(_ROUTING))
+        return layer, config
+    return _moe_step(layout, build)
 
 
 def moe_layer_replay_allgather():
@@ -582,8 +589,7 @@ def switch_mlp():
         num_experts=config.num_moe_experts, hidden_size=config.hidden_size,
         swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
         bias_gelu_fusion=False))
-    layer = switch_class(config)
-    return _moe_step(layer, config, layout)
+    return _moe_step(layout, lambda: (switch_class(config), config))
 
 
 # ---- What `shardproof scan ROOT` checks: (recipe, layout) ----

@@ -7,6 +7,7 @@
 #include "models/terms/term_store.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,11 @@ struct Collective {
   NodeId node = 0;
 };
 
+// Results of a rank's collectives, by (group, sequence), that an earlier
+// tracing pass linked to constants: a later pass runs with these values, so
+// code that turns them into Python numbers (split sizes, token counts) goes on.
+using KnownCollectives = std::map<std::pair<std::vector<int>, int>, std::vector<TermId>>;
+
 enum class LeafRole { Parameter, Input };
 
 struct Leaf {
@@ -132,6 +138,9 @@ struct Trace {
   // The entry's tensor-parallel group (global ranks), over which sharded
   // parameters are split; empty when it is the whole world.
   std::vector<int> tensor_parallel_group;
+  // The entry's data-parallel group (global ranks), over which each rank
+  // takes its slice of the batch; empty when the entry names none.
+  std::vector<int> data_parallel_group;
   std::vector<Node> nodes;
   std::vector<Leaf> leaves;
   std::vector<Collective> collectives;

@@ -66,6 +66,7 @@ class _Entry:
     loss: object = None
     finalize_grads: object = None
     tensor_parallel_group: object = None
+    data_parallel_group: object = None  # each rank takes its slice of the batch
     parameter_names: object = None  # rank's qualified name -> the reference's
 
     def parameters(self):
@@ -90,10 +91,11 @@ def _unpack(result, path, line):
         for key in ("loss", "finalize_grads", "parameter_names"):
             if result.get(key) is not None and not callable(result[key]):
                 raise HarnessError(path, line, f"the entry's '{key}' is not callable")
-        group = result.get("tensor_parallel_group")
-        if group is not None and not hasattr(group, "ranks"):
-            raise HarnessError(path, line, "the entry's 'tensor_parallel_group' is a "
-                               f"{type(group).__name__}, not a process group")
+        for key in ("tensor_parallel_group", "data_parallel_group"):
+            group = result.get(key)
+            if group is not None and not hasattr(group, "ranks"):
+                raise HarnessError(path, line, f"the entry's '{key}' is a "
+                                   f"{type(group).__name__}, not a process group")
         return _Entry(**result)
     if isinstance(result, (tuple, list)) and len(result) == 2:
         return _Entry(result[0], result[1])
@@ -104,14 +106,20 @@ def _unpack(result, path, line):
 def _record_parameters(entry):
     """A parameter carrying `partition_dim` is shard (rank in the
     tensor-parallel group) of (its size); the group is the world unless the
-    entry names it."""
+    entry names it. The entry's tensor- and data-parallel groups are recorded
+    when smaller than the world: outputs may be laid out over them."""
     group = entry.tensor_parallel_group or dist.group.WORLD
     if dist.get_rank() not in group.ranks:
         raise _tracing.Unsupported("this rank is not in the entry's tensor_parallel_group")
     rank = group.ranks.index(dist.get_rank())
     world = len(group.ranks)
     if world != dist.get_world_size():
-        _sp.record_tensor_parallel_group(list(group.ranks))
+        _sp.record_parallel_group("tensor_parallel", list(group.ranks))
+    data_group = entry.data_parallel_group
+    if data_group is not None and len(data_group.ranks) != dist.get_world_size():
+        if dist.get_rank() not in data_group.ranks:
+            raise _tracing.Unsupported("this rank is not in the entry's data_parallel_group")
+        _sp.record_parallel_group("data_parallel", list(data_group.ranks))
     for name, p in entry.parameters():
         dim = getattr(p, "partition_dim", -1)
         if not getattr(p, "tensor_model_parallel", dim >= 0):

@@ -160,11 +160,27 @@ def _collective(kind, op, g, source, out_shape, src=-1):
     where = f"{_tracing.display(file)}:{line}"
     outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
-    node = record(np.asarray(outputs, dtype=object).reshape(out_shape), dtype,
-                  kind, "collective", (source,))._node
+    values = _known_result(ranks, seq, np.asarray(inputs))
+    if values is None:
+        values = np.asarray(outputs, dtype=object)
+    node = record(values.reshape(out_shape), dtype, kind, "collective", (source,))._node
     _sp.record_collective(kind, op, ranks, seq, src, np.shape(inputs), out_shape,
                           dtype.name, flat_in, outputs, file, line, col, func, node)
-    return np.asarray(outputs, dtype=object), node
+    return values, node
+
+
+def _known_result(ranks, seq, inputs):
+    """The result of this call when an earlier tracing pass linked it to
+    constants (token counts all-gathered before they become Python sizes), in
+    the input's numeric dtype where the input is concrete; None otherwise.
+    The call is still recorded with its placeholders, and the session checks
+    that linking them gives these constants again."""
+    known = _sp.known_collective(ranks, seq)
+    if known is None:
+        return None
+    if inputs.dtype == object:
+        return np.asarray(known, dtype=object)
+    return np.asarray([float(t) for t in known]).astype(inputs.dtype)
 
 
 def _write(tensor, flat, node):
