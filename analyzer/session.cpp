@@ -133,7 +133,7 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
                 frontend::TraceFailure::Kind::Unsupported, call.loc,
                 fmt::format("collective #{} on group {} linked to other values when the "
                             "ranks were traced again with its result known",
-                            call.sequence, fmt::join(call.group, ","))};
+                            call.sequence, call.group)};
           }
           continue;
         }

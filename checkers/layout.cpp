@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardproof::checkers {
@@ -60,6 +61,10 @@ std::string Layout::str() const {
     return over == Over::World
                ? "a partial sum over ranks"
                : fmt::format("a partial sum over each {} group", axis_name(over));
+  case Kind::Rows:
+    return reordered()
+               ? "the reference's rows in another order"
+               : "a block of the reference's rows, not the one this rank should hold";
   case Kind::None:
     return "unrelated to the reference";
   }
@@ -158,10 +163,61 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       }
     break;
   }
+  case Layout::Kind::Rows: // a relation to locate bugs by, not an obligation
   case Layout::Kind::None:
     break;
   }
   return eq;
+}
+
+bool Layout::reordered() const {
+  for (const auto &rank_rows : rows)
+    for (std::size_t i = 1; i < rank_rows.size(); ++i)
+      if (rank_rows[i] != rank_rows[i - 1] + 1)
+        return true;
+  return false;
+}
+
+std::optional<Layout> rows_of_reference(terms::TermStore &store,
+                                        const DistributedValue &value) {
+  const ir::Shape &ref_shape = value.reference_shape;
+  if (ref_shape.empty() || ref_shape[0] <= 0 || value.reference.empty())
+    return std::nullopt;
+  auto trailing_dims_match = [&](const ir::Shape &shape) {
+    return shape.size() == ref_shape.size() &&
+           std::equal(shape.begin() + 1, shape.end(), ref_shape.begin() + 1);
+  };
+  if (!std::all_of(value.rank_shapes.begin(), value.rank_shapes.end(),
+                   trailing_dims_match))
+    return std::nullopt;
+  const std::size_t row = value.reference.size() / static_cast<std::size_t>(ref_shape[0]);
+  constexpr unsigned kPoints = 2;
+  std::vector<terms::DoubleEvaluator> evals;
+  for (unsigned k = 0; k < kPoints; ++k)
+    evals.emplace_back(store,
+                       [k](TermId v) { return prover::sample_value(0x5e1ec7, k, v); });
+  auto same_row = [&](const std::vector<TermId> &local, std::size_t i, std::size_t j) {
+    for (auto &eval : evals)
+      for (std::size_t e = 0; e < row; ++e) {
+        auto a = eval(local[i * row + e]), b = eval(value.reference[j * row + e]);
+        if (!a || !b || !terms::nearly_equal(*a, *b))
+          return false;
+      }
+    return true;
+  };
+  Layout layout{Layout::Kind::Rows};
+  for (const auto &local : value.ranks) {
+    auto &rank_rows = layout.rows.emplace_back();
+    for (std::size_t i = 0; i * row < local.size(); ++i) {
+      std::size_t j = 0;
+      while (j < static_cast<std::size_t>(ref_shape[0]) && !same_row(local, i, j))
+        ++j;
+      if (j == static_cast<std::size_t>(ref_shape[0]))
+        return std::nullopt;
+      rank_rows.push_back(j);
+    }
+  }
+  return layout;
 }
 
 std::optional<mpq_class> small_fraction(double value) {

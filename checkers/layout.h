@@ -19,7 +19,11 @@ struct Layout {
   // Scaled: every rank holds what a replicated (dim < 0) or sharded layout
   // would give, times a constant other than 1 (summed where it should be
   // averaged, or the reverse).
-  enum class Kind { Replicated, Sharded, Scaled, PartialSum, None };
+  // Rows: each row (along dim 0) of every rank's value is some row of the
+  // reference, in another order or selection (tokens permuted for an MoE
+  // dispatch); never acceptable for an output, and only the divergence
+  // locator infers it (rows_of_reference), for values inside a module.
+  enum class Kind { Replicated, Sharded, Scaled, PartialSum, Rows, None };
   Kind kind = Kind::None;
   // Sharded and PartialSum over the whole world, or over each group of one
   // parallel axis (and replicated across the other axes): a weight sharded
@@ -30,7 +34,12 @@ struct Layout {
   int dim = -1;         // for Sharded, and Scaled of a shard
   int stride = 1;       // Megatron's partition_stride
   mpq_class factor = 1; // for Scaled
+  // For Rows: the reference row each row of each rank's value is.
+  std::vector<std::vector<std::size_t>> rows;
   bool acceptable() const { return kind == Kind::Replicated || kind == Kind::Sharded; }
+  // Rows in another order on some rank (tokens permuted for a dispatch), not
+  // just a block of consecutive rows (a shard taken at the wrong offset).
+  bool reordered() const;
   std::string str() const;
   bool operator==(const Layout &) const = default;
 };
@@ -78,6 +87,11 @@ std::optional<mpq_class> small_fraction(double value);
 // The layout a correct program would give this value: replicated when the
 // shapes agree, sharded when exactly one dim is split evenly.
 std::optional<Layout> expected_layout(const DistributedValue &value);
+
+// The Rows layout when every rank's value is rows of the reference, with the
+// same rows matched at two pseudo-random points.
+std::optional<Layout> rows_of_reference(terms::TermStore &store,
+                                        const DistributedValue &value);
 
 LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &value,
                                Layout layout);

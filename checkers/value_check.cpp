@@ -331,7 +331,10 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       const ir::Node &ref_node = ref.node(ref_it->second);
       value->reference_shape = ref_node.shape;
       value->reference = ref_node.elements;
-      layouts[id] = infer_layout(store, *value);
+      Layout layout = infer_layout(store, *value);
+      if (layout.kind == Layout::Kind::None)
+        layout = rows_of_reference(store, *value).value_or(layout);
+      layouts[id] = layout;
     }
   }
 
@@ -339,9 +342,11 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
     auto it = layouts.find(id);
     return it == layouts.end() ? nullptr : &it->second;
   };
+  // Rows of the reference in another order are fine inside a computation
+  // (tokens permuted for a dispatch), not where the obligation's value is made.
   auto bad = [&](ir::NodeId id) {
     const Layout *l = layout_of(id);
-    return l && !l->acceptable();
+    return l && !l->acceptable() && !(l->reordered() && id != start_node);
   };
   auto partial = [&](ir::NodeId id) {
     const Layout *l = layout_of(id);
@@ -385,7 +390,19 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
         },
         ignore));
 
-  // 1. A partial sum that reaches the output without crossing a collective
+  // 1. Rows of the reference in the wrong places (a wrong slice, tokens put
+  //    back in the wrong order): the culprit is where that arrangement of
+  //    rows was made, not the row-wise operations that carried it on.
+  if (const Layout *out = layout_of(start_node); out && out->kind == Layout::Kind::Rows)
+    return result(origin_of(
+        start_node,
+        [&](ir::NodeId in) {
+          const Layout *l = layout_of(in);
+          return l && l->kind == Layout::Kind::Rows && l->rows == out->rows;
+        },
+        ignore));
+
+  // 2. A partial sum that reaches the output without crossing a collective
   //    is a missing reduction: report where that partial value was made.
   std::set<ir::NodeId> unreduced;
   for (std::vector<ir::NodeId> todo{start_node}; !todo.empty();) {
@@ -408,7 +425,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
         ignore));
   }
 
-  // 2. Otherwise the first value unrelated to the reference whose inputs are
+  // 3. Otherwise the first value unrelated to the reference whose inputs are
   //    all fine.
   for (const auto &[id, layout] : layouts) {
     if (!bad(id) || partial(id))

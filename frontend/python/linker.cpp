@@ -122,6 +122,61 @@ void LinkedProgram::bind_leaves(int rank) {
   }
 }
 
+namespace {
+// Members of a group must carry the same dtype and shape; an all-to-all with
+// uneven splits sends a different number of rows from each member, so only
+// its rows' shape must agree.
+bool same_payload(const ir::Collective &a, const ir::Collective &b) {
+  if (a.dtype != b.dtype)
+    return false;
+  bool uneven = !a.input_splits.empty() || !b.input_splits.empty();
+  if (a.kind != ir::CollectiveKind::AllToAll || !uneven)
+    return a.input_shape == b.input_shape;
+  return a.input_shape.size() == b.input_shape.size() &&
+         std::equal(
+             a.input_shape.begin() + std::min<std::size_t>(1, a.input_shape.size()),
+             a.input_shape.end(),
+             b.input_shape.begin() + std::min<std::size_t>(1, b.input_shape.size()));
+}
+
+// Rows member i sends to member j of an all-to-all (even splits when none
+// were given).
+std::int64_t rows_sent(const ir::Collective &call, std::size_t to, std::size_t members) {
+  if (!call.input_splits.empty())
+    return call.input_splits.at(to);
+  return call.input_shape.empty()
+             ? 0
+             : call.input_shape[0] / static_cast<std::int64_t>(members);
+}
+std::int64_t rows_received(const ir::Collective &call, std::size_t from,
+                           std::size_t members) {
+  if (!call.output_splits.empty())
+    return call.output_splits.at(from);
+  return call.output_shape.empty()
+             ? 0
+             : call.output_shape[0] / static_cast<std::int64_t>(members);
+}
+
+// Why call #k of an all-to-all does not fit together: a member expects other
+// row counts than its peers send. Empty when it does.
+std::string split_mismatch(const std::vector<int> &group,
+                           std::map<int, std::vector<const ir::Collective *>> &per_rank,
+                           std::size_t k) {
+  for (std::size_t i = 0; i < group.size(); ++i)
+    for (std::size_t j = 0; j < group.size(); ++j) {
+      const ir::Collective &from = *per_rank[group[i]].at(k);
+      const ir::Collective &to = *per_rank[group[j]].at(k);
+      std::int64_t sent = rows_sent(from, j, group.size());
+      std::int64_t expected = rows_received(to, i, group.size());
+      if (sent != expected)
+        return fmt::format("all_to_all #{} on group {}: rank {} sends {} rows to rank "
+                           "{}, which expects {}",
+                           k, group, group[i], sent, group[j], expected);
+    }
+  return "";
+}
+} // namespace
+
 void LinkedProgram::match_collectives() {
   for (const ir::Trace &trace : ranks_)
     for (const ir::Collective &c : trace.collectives)
@@ -165,7 +220,7 @@ void LinkedProgram::match_collectives() {
               "{}({}) on rank {}",
               k, group, ir::collective_name(a->kind), ir::reduce_op_name(a->op), first,
               ir::collective_name(b->kind), ir::reduce_op_name(b->op), member);
-        else if (a->input_shape != b->input_shape || a->dtype != b->dtype)
+        else if (!same_payload(*a, *b))
           why = fmt::format(
               "collective #{} on group {} carries {} {} on rank {} but "
               "{} {} on rank {}",
@@ -175,6 +230,8 @@ void LinkedProgram::match_collectives() {
           why = fmt::format("broadcast #{} on group {} has src {} on rank {} but {} "
                             "on rank {}",
                             k, group, a->src, first, b->src, member);
+        else if (a->kind == ir::CollectiveKind::AllToAll)
+          why = split_mismatch(group, per_rank, k);
         if (!why.empty()) {
           const ir::Collective *site = a ? a : b;
           const ir::Collective *other = a && b ? b : nullptr;
@@ -243,9 +300,24 @@ TermId LinkedProgram::resolve(int rank, TermId placeholder) {
     return reduce(static_cast<std::size_t>(me) * n_out + e);
   }
   case ir::CollectiveKind::AllToAll: {
-    std::size_t chunk = n_in / static_cast<std::size_t>(k);
-    return input_of(static_cast<int>(e / chunk),
-                    static_cast<std::size_t>(me) * chunk + e % chunk);
+    // Output rows come from each member in group order; member j's rows for
+    // this rank follow the rows it sends to the members before it.
+    std::size_t row_size = 1;
+    for (std::size_t d = 1; d < call.output_shape.size(); ++d)
+      row_size *= static_cast<std::size_t>(call.output_shape[d]);
+    std::size_t row = e / row_size, first = 0;
+    for (int j = 0; j < k; ++j) {
+      auto received = static_cast<std::size_t>(rows_received(call, j, group.size()));
+      if (row < first + received) {
+        const ir::Collective &theirs = *per_rank.at(group[j])[call.sequence];
+        std::size_t offset = 0;
+        for (int m = 0; m < me; ++m)
+          offset += static_cast<std::size_t>(rows_sent(theirs, m, group.size()));
+        return input_of(j, (offset + row - first) * row_size + e % row_size);
+      }
+      first += received;
+    }
+    return placeholder;
   }
   case ir::CollectiveKind::Broadcast: {
     auto src = std::find(group.begin(), group.end(), call.src);

@@ -474,11 +474,12 @@ PyObject *py_record_parallel_group(PyObject *, PyObject *args) {
 PyObject *py_record_collective(PyObject *, PyObject *args) {
   const char *kind, *op, *dtype, *file, *function;
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
+  PyObject *input_splits = nullptr, *output_splits = nullptr;
   int sequence, src, line, column;
   unsigned node;
-  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI", &kind, &op, &group, &sequence, &src,
+  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI|OO", &kind, &op, &group, &sequence, &src,
                         &in_shape, &out_shape, &dtype, &inputs, &outputs, &file, &line,
-                        &column, &function, &node))
+                        &column, &function, &node, &input_splits, &output_splits))
     return nullptr;
   ir::Collective c;
   auto k = ir::collective_from_name(kind);
@@ -497,6 +498,10 @@ PyObject *py_record_collective(PyObject *, PyObject *args) {
   c.dtype = ir::dtype_from_name(dtype);
   c.inputs = term_list(inputs);
   c.outputs = term_list(outputs);
+  if (input_splits && output_splits) {
+    c.input_splits = int_list<std::int64_t>(input_splits);
+    c.output_splits = int_list<std::int64_t>(output_splits);
+  }
   c.loc = {file, line, column, function};
   c.node = node;
   if (PyErr_Occurred())

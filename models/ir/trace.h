@@ -78,6 +78,9 @@ struct Collective {
   DType dtype = DType::Float32;
   std::vector<TermId> inputs;
   std::vector<TermId> outputs; // placeholder variables
+  // An all-to-all with uneven splits: rows (along dim 0) sent to and received
+  // from each member of the group, in group order; empty when even.
+  std::vector<std::int64_t> input_splits, output_splits;
   SourceLoc loc;
   NodeId node = 0;
 };

@@ -252,3 +252,53 @@ TEST(Recipes, RecipeFlagsNeedAFramework) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("go with --framework"), std::string::npos) << r.err;
 }
+
+// Token counts exchanged by a collective and used as Python split sizes: the
+// ranks are traced again with the counts known (tracing passes), and the
+// uneven all-to-alls are linked row by row.
+TEST(TracingPasses, UnevenAllToAllDispatchIsProved) {
+  for (const char *world : {"2", "4"}) {
+    auto r = run_cli({"check", "tests/e2e/frontend/token_dispatch.py::entry", "--world",
+                      world, "--format", "json"});
+    auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["verdict"], "proved") << world << ": " << r.out << r.err;
+    EXPECT_EQ(doc["obligations"]["proved"], 3) << world;
+  }
+}
+
+TEST(TracingPasses, InversePermutationBugIsRefutedOnTheOutput) {
+  auto r =
+      run_cli({"check", "tests/e2e/frontend/token_dispatch.py::entry_unpermute_by_gather",
+               "--world", "2", "--format", "json"});
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["verdict"], "refuted") << r.out;
+  ASSERT_FALSE(doc["findings"].empty()) << r.out;
+  EXPECT_EQ(doc["findings"][0]["rule_id"], "SP001");
+}
+
+TEST(TracingPasses, SplitSizesThatDisagreeAreACollectiveMismatch) {
+  auto r =
+      run_cli({"check", "tests/e2e/frontend/token_dispatch.py::entry_assume_symmetric",
+               "--world", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("rank 0 sends 3 rows to rank 1, which expects 2"),
+            std::string::npos)
+      << r.out;
+  int line = line_of("tests/e2e/frontend/token_dispatch.py",
+                     "dist.all_to_all_single(out, x.contiguous()");
+  EXPECT_NE(r.out.find("token_dispatch.py:" + std::to_string(line) + ":"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[SP003]"), std::string::npos) << r.out;
+}
+
+TEST(TracingPasses, ResultThatChangesBetweenPassesIsNeverTrusted) {
+  auto r =
+      run_cli({"check", "tests/e2e/frontend/nondeterministic_counts.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("collective #0 on group [0, 1] linked to other values when the "
+                       "ranks were traced again"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("  proved:"), std::string::npos) << r.out;
+}

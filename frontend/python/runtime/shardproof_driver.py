@@ -337,6 +337,8 @@ def run_rank(path, func, world, rank, layout=""):
                 f"{_Phase.current} did not finish within the time limit "
                 "(stopped here; an endless loop?)")
     except BaseException as e:  # the user's code raised: report it, do not crash
+        if os.environ.get("SHARDPROOF_TRACEBACK"):  # for shardproof's developers
+            traceback.print_exception(e, file=sys.__stderr__)
         file, line = _user_frame(e.__traceback__, path)
         what = f"{_Phase.current} raised {type(e).__name__}"
         return ("bad-input", file, line, f"{what}: {e}" if str(e) else what)

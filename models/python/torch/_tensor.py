@@ -1177,17 +1177,17 @@ class Tensor:
     def retain_grad(self):
         pass
 
-    def new_zeros(self, *shape, dtype=None, **k):
+    def new_zeros(self, *shape, size=None, dtype=None, **k):
         from . import zeros
-        return zeros(*shape, dtype=dtype or self.dtype)
+        return zeros(*(shape or (size,)), dtype=dtype or self.dtype)
 
-    def new_ones(self, *shape, dtype=None, **k):
+    def new_ones(self, *shape, size=None, dtype=None, **k):
         from . import ones
-        return ones(*shape, dtype=dtype or self.dtype)
+        return ones(*(shape or (size,)), dtype=dtype or self.dtype)
 
-    def new_empty(self, *shape, dtype=None, **k):
+    def new_empty(self, *shape, size=None, dtype=None, **k):
         from . import empty
-        return empty(*shape, dtype=dtype or self.dtype)
+        return empty(*(shape or (size,)), dtype=dtype or self.dtype)
 
     def new_tensor(self, data, dtype=None, **k):
         from . import tensor

@@ -144,7 +144,7 @@ class _Work:
         return True
 
 
-def _collective(kind, op, g, source, out_shape, src=-1):
+def _collective(kind, op, g, source, out_shape, src=-1, splits=None):
     """Records the call on the tensor `source`; returns the placeholder result
     as a flat object array and the IR node that produced it."""
     inputs, dtype = source._a, source.dtype
@@ -165,7 +165,8 @@ def _collective(kind, op, g, source, out_shape, src=-1):
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape), dtype, kind, "collective", (source,))._node
     _sp.record_collective(kind, op, ranks, seq, src, np.shape(inputs), out_shape,
-                          dtype.name, flat_in, outputs, file, line, col, func, node)
+                          dtype.name, flat_in, outputs, file, line, col, func, node,
+                          *(splits or ()))
     return values, node
 
 
@@ -267,15 +268,39 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
                                  op, group, async_op)
 
 
+def _split_sizes(sizes, rows, g, what):
+    """Rows (along dim 0) per member of `g`, as Python ints: even when not
+    given. Sizes must be concrete (a symbolic size stops tracing)."""
+    if sizes is None or len(sizes) == 0:
+        if rows % g.size():
+            raise ValueError(f"all_to_all_single: {rows} rows do not split evenly "
+                             f"over {g.size()} ranks")
+        return [rows // g.size()] * g.size()
+    sizes = sizes.tolist() if isinstance(sizes, Tensor) else list(sizes)
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != g.size():
+        raise ValueError(f"all_to_all_single: {what} has {len(sizes)} entries for a "
+                         f"group of {g.size()}")
+    return sizes
+
+
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op=False):
-    if output_split_sizes or input_split_sizes:
-        raise _tracing.Unsupported("all_to_all_single with uneven split sizes")
     g = _group(group)
+    rows_in = input._a.shape[0] if input._a.ndim else 0
+    sends = _split_sizes(input_split_sizes, rows_in, g, "input_split_sizes")
+    receives = _split_sizes(output_split_sizes, output._a.shape[0], g,
+                            "output_split_sizes")
+    if sum(sends) != rows_in or sum(receives) != output._a.shape[0]:
+        raise ValueError("all_to_all_single: split sizes do not add up to the "
+                         "tensors' first dimension")
     if g.size() == 1:
         _alone("all_to_all", output, input._a, input)
         return _done(async_op)
-    flat, node = _collective("all_to_all", "sum", group, input, input._a.shape)
+    even = len(set(sends)) == 1 and sends == receives
+    out_shape = (sum(receives),) + input._a.shape[1:]
+    flat, node = _collective("all_to_all", "sum", group, input, out_shape,
+                             splits=None if even else (sends, receives))
     _write(output, flat, node)
     return _done(async_op)
 
