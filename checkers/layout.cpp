@@ -45,6 +45,9 @@ std::string_view axis_name(Layout::Over over) {
 std::string Layout::str() const {
   std::string group =
       over == Over::World ? "" : fmt::format(" over the {} group", axis_name(over));
+  if (second_dim >= 0)
+    group += fmt::format(" and along dim {} over the {} group", second_dim,
+                         axis_name(second_over));
   switch (kind) {
   case Kind::Replicated:
     return "replicated";
@@ -70,6 +73,39 @@ std::string Layout::str() const {
   }
   return "?";
 }
+
+namespace {
+// Shards of shards: split along one dim over one parallel axis and along
+// another dim over another axis (never the world, which holds both).
+void add_two_axis_shards(const DistributedValue &value, std::vector<Layout> &out) {
+  const auto &ref = value.reference_shape;
+  for (const auto &[first, first_groups] : value.axis_groups)
+    for (const auto &[second, second_groups] : value.axis_groups) {
+      if (first == second)
+        continue;
+      for (std::size_t d1 = 0; d1 < ref.size(); ++d1)
+        for (std::size_t d2 = 0; d2 < ref.size(); ++d2) {
+          if (d1 == d2 || (first > second && d1 > d2))
+            continue; // each (dim, axis) pair once
+          bool fits = true;
+          for (int r = 0; r < value.world() && fits; ++r) {
+            const auto &shape = value.rank_shapes[r];
+            int count1 = value.shard_of(r, first).second;
+            int count2 = value.shard_of(r, second).second;
+            fits = shape.size() == ref.size();
+            for (std::size_t e = 0; e < ref.size() && fits; ++e)
+              fits = shape[e] * (e == d1 ? count1 : e == d2 ? count2 : 1) == ref[e];
+          }
+          if (fits) {
+            Layout layout{Layout::Kind::Sharded, first, static_cast<int>(d1)};
+            layout.second_dim = static_cast<int>(d2);
+            layout.second_over = second;
+            out.push_back(layout);
+          }
+        }
+    }
+}
+} // namespace
 
 std::vector<Layout> candidate_layouts(const DistributedValue &value) {
   std::vector<Layout> out;
@@ -99,6 +135,8 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
       if (fits)
         out.push_back({Layout::Kind::Sharded, over, static_cast<int>(d)});
     }
+  if (out.size() == sharded_from)
+    add_two_axis_shards(value, out);
   for (std::size_t i = sharded_from, n = out.size(); i < n; ++i) {
     Layout scaled = out[i];
     scaled.kind = Layout::Kind::Scaled;
@@ -139,8 +177,16 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
         auto [shard, count] = value.shard_of(r, layout.over);
+        ir::Shape shape = value.rank_shapes[r];
+        std::size_t local = i;
+        if (layout.second_dim >= 0) { // first to the whole of the second dim
+          auto [second_shard, second_count] = value.shard_of(r, layout.second_over);
+          local = frontend::shard_to_reference_index(shape, layout.second_dim, 1,
+                                                     second_shard, second_count, i);
+          shape[layout.second_dim] *= second_count;
+        }
         std::size_t ref = frontend::shard_to_reference_index(
-            value.rank_shapes[r], layout.dim, layout.stride, shard, count, i);
+            shape, layout.dim, layout.stride, shard, count, local);
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference.at(ref)); // a forced layout may not fit
         eq.rows.push_back({r, i, ref});

@@ -31,8 +31,12 @@ struct Layout {
   // group.
   enum class Over { World, TensorParallel, DataParallel };
   Over over = Over::World;
-  int dim = -1;         // for Sharded, and Scaled of a shard
-  int stride = 1;       // Megatron's partition_stride
+  int dim = -1;   // for Sharded, and Scaled of a shard
+  int stride = 1; // Megatron's partition_stride
+  // A shard of a shard: also split along `second_dim` over the groups of
+  // `second_over` (a sequence-parallel slice of a data-parallel batch).
+  int second_dim = -1;
+  Over second_over = Over::World;
   mpq_class factor = 1; // for Scaled
   // For Rows: the reference row each row of each rank's value is.
   std::vector<std::vector<std::size_t>> rows;

@@ -317,8 +317,40 @@ def _transformer_engine_wrappers():
         return type(attr, (), {"__new__": refuse, "__init__": refuse}) \
             if attr[:1].isupper() else refuse
 
+    def te_norm(config, hidden_size, eps=1e-5):
+        """TE's LayerNorm computes a layer norm and marks its weight and bias
+        `sequence_parallel` as Megatron's FusedLayerNorm does: the tree's
+        own FusedLayerNorm stands for it (with apex modelled, see
+        _apex_layer_norm_model)."""
+        if getattr(config, "normalization", "LayerNorm") != "LayerNorm":
+            needs_te("TENorm")()
+        from megatron.core.fusions.fused_layer_norm import FusedLayerNorm
+        return FusedLayerNorm(config=config, hidden_size=hidden_size, eps=eps)
+
+    wrappers.TENorm = te_norm
     wrappers.__getattr__ = needs_te
     sys.modules[name] = wrappers
+
+
+def _apex_layer_norm_model(sequence_parallel):
+    """Megatron's local layer spec normalises with FusedLayerNorm, which
+    calls apex's fused kernel. Where the tree has no PyTorch path for it (2024
+    trees) or refuses that path under sequence parallelism (newer trees'
+    WrappedTorchNorm), apex's FusedLayerNormAffineFunction is modelled by what
+    it computes, a layer norm over the trailing dims, installed before the
+    tree is imported. What is checked is then the tree's own FusedLayerNorm
+    module: its sequence_parallel marks on weight and bias, and the gradient
+    reduction they ask for. The kernel is not checked here, and nothing else
+    of apex exists (its other modules stay absent, as on a machine without
+    apex). Where the tree's PyTorch layer norm serves, nothing is installed."""
+    root = framework_root("MEGATRON_ROOT", os.path.join("megatron", "core"))
+    transformer = os.path.join(root, "megatron", "core", "transformer")
+    has_torch_norm = any(os.path.exists(os.path.join(transformer, f))
+                         for f in ("torch_norm.py", "torch_layer_norm.py"))
+    if has_torch_norm and not sequence_parallel:
+        return
+    import shardproof_accelerators
+    shardproof_accelerators.install_apex_layer_norm()
 
 
 def _local_layer_spec(**options):
@@ -480,6 +512,7 @@ def moe_layer_allgather():
 def transformer_layer(sequence_parallel=False):
     """TransformerLayer from the tree's local spec: layer norm, SelfAttention
     (as in self_attention), bias-dropout-add, layer norm, MLP."""
+    _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
     config = _transformer_config(layout, **_LAYER_SIZES)
     layer = _build(_local_layer_spec(), config=config, layer_number=1)
@@ -542,6 +575,7 @@ def gpt_model(sequence_parallel=False):
     16, hidden 4 (_LAYER_SIZES), learned absolute positions; with labels it returns the
     per-token loss (vocab_parallel_cross_entropy over the vocab-parallel
     output layer). Sequence 4, batch 2."""
+    _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
     _transformer_engine_wrappers()
     from megatron.core.models.gpt import gpt_model as gpt_module

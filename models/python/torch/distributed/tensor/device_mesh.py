@@ -1,0 +1,1 @@
+from . import DeviceMesh  # noqa: F401

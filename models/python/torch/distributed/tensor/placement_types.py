@@ -1,0 +1,1 @@
+from . import Partial, Placement, Replicate, Shard, _StridedShard  # noqa: F401
