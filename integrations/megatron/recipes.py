@@ -640,13 +640,19 @@ SCAN = [
     ("mlp_swiglu", "tp=2,sp=0"),
     ("mlp_ddp", "tp=1,dp=2,sp=0"),
     ("mlp_ddp", "tp=2,sp=0"),
+    ("mlp_ddp", "tp=2,dp=2,sp=1"),
     ("mlp_ddp_avg", "tp=1,dp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=1"),
     ("self_attention", "tp=2,sp=0"),
     ("self_attention", "tp=2,sp=1"),
     ("transformer_layer", "tp=2,sp=0"),
+    ("transformer_layer", "tp=2,sp=1"),
     ("gpt_model", "tp=2,sp=0"),
+    ("gpt_model", "tp=2,sp=1"),
+    ("moe_layer_replay", "tp=1,ep=2,sp=0"),
+    ("moe_layer_replay", "tp=2,ep=2,sp=1"),
+    ("moe_layer_replay_allgather", "tp=1,ep=2,sp=0"),
 ]
 
 

@@ -29,7 +29,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "vocab_parallel_embedding", "mlp", "mlp_swiglu", "mlp_ddp",
                       "mlp_dp", "vocab_parallel_cross_entropy",
                       "vocab_parallel_cross_entropy_sp", "self_attention",
-                      "self_attention_sp", "transformer_layer", "gpt_model"));
+                      "self_attention_sp", "transformer_layer", "transformer_layer_sp",
+                      "gpt_model", "gpt_model_sp", "moe_layer_replay",
+                      "moe_layer_replay_allgather"));
 
 TEST(MegatronScan, EveryRecipeOfTheTableIsProvedOrAbsent) {
   const char *root = std::getenv("MEGATRON_ROOT");
