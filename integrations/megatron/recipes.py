@@ -673,18 +673,13 @@ def mla_self_attention(sequence_parallel=False):
     from megatron.core.transformer import multi_latent_attention
     if "k_channels=" in inspect.getsource(multi_latent_attention) \
             and not _accepts(core, "k_channels"):
-        # MLA gives its core attention separate key/value head sizes, which
-        # only Transformer Engine's core takes.
-        raise RecipeError(
-            f"this Megatron tree's MLA passes k_channels/v_channels to its core "
-            f"attention, and the local spec's {core.__name__} takes neither: "
-            "multi-latent attention needs TEDotProductAttention (Transformer Engine)")
+        spec.submodules.core_attention = _with_channel_sizes(core)
     known = {f.name for f in dataclasses.fields(transformer_config.MLATransformerConfig)}
     values = dict(num_layers=1, hidden_size=4, num_attention_heads=2,
                   tensor_model_parallel_size=layout.tp,
                   sequence_parallel=layout.sp and layout.tp > 1,
                   multi_latent_attention=True, q_lora_rank=None, kv_lora_rank=2,
-                  qk_head_dim=1, qk_pos_emb_head_dim=2, v_head_dim=1,
+                  qk_head_dim=1, qk_pos_emb_head_dim=2, v_head_dim=1, kv_channels=1,
                   rope_type="rope", normalization="LayerNorm",
                   add_bias_linear=False, attention_dropout=0.0, hidden_dropout=0.0,
                   masked_softmax_fusion=False, apply_rope_fusion=False,
@@ -694,6 +689,27 @@ def mla_self_attention(sequence_parallel=False):
     attention = _build(spec, config=config, layer_number=1)
     hidden = _hidden(layout, sequence=4, batch=1, hidden=config.hidden_size)
     return _step(attention, (hidden, None), layout)
+
+
+def _with_channel_sizes(core):
+    """Newer trees' MLA hands its core attention separate key and value head
+    sizes (k_channels, v_channels), which only Transformer Engine's core
+    takes. The tree's local DotProductAttention computes the same attention
+    for any query/key head size (MLA passes its own softmax scale); the one
+    size it takes from the config, kv_channels, shapes its output, the value
+    heads. So the local core is used as it is, and the sizes MLA passes are
+    checked against it instead of being dropped unseen."""
+
+    class CoreAttention(core):
+        def __init__(self, *args, k_channels=None, v_channels=None, **kwargs):
+            super().__init__(*args, **kwargs)
+            if v_channels is not None and v_channels != self.config.kv_channels:
+                raise RecipeError(f"MLA's value head size {v_channels} is not the "
+                                  f"config's kv_channels {self.config.kv_channels}, "
+                                  f"which the local {core.__name__} reshapes by")
+
+    CoreAttention.__name__ = CoreAttention.__qualname__ = core.__name__
+    return CoreAttention
 
 
 def mla_self_attention_sp():

@@ -16,6 +16,7 @@ CASES = {
     "matmul_batched": ([(2, 2, 3), (3, 2)], torch.matmul),
     "matmul_vector": ([(3,), (3, 2)], torch.matmul),
     "bmm": ([(2, 2, 3), (2, 3, 2)], torch.bmm),
+    "outer": ([(3,), (2,)], lambda x, y: torch.outer(x, y) + x.outer(y * 2)),
     "linear_bias": ([(2, 3), (4, 3), (4,)], F.linear),
     "sum_dim": ([(2, 3, 2)], lambda x: x.sum(dim=1)),
     "sum_keepdim": ([(2, 3)], lambda x: x.sum(-1, keepdim=True) * x),

@@ -207,6 +207,14 @@ def bmm(a, b):
 mm = bmm
 
 
+def outer(a, b):
+    """a[i] * b[j] (rotary embeddings' frequency table)."""
+    return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+ger = outer
+
+
 def baddbmm(inp, a, b, beta=1.0, alpha=1.0):
     out = matmul(a, b) * alpha
     return out if beta == 0 else out + inp * beta

@@ -1189,6 +1189,10 @@ class Tensor:
         from . import empty
         return empty(*(shape or (size,)), dtype=dtype or self.dtype)
 
+    def outer(self, other):
+        from . import outer
+        return outer(self, other)
+
     def new_tensor(self, data, dtype=None, **k):
         from . import tensor
         return tensor(data, dtype=dtype or self.dtype)
