@@ -615,6 +615,7 @@ def switch_mlp():
     if not os.path.isdir(os.path.join(os.environ["MEGATRON_ROOT"], "megatron", "legacy")):
         raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
             "this Megatron tree has no megatron.legacy (SwitchMLP)")
+    _transformer_engine_wrappers()  # megatron.legacy imports core's GPT model
     from megatron.legacy.model import transformer as legacy
     from megatron.training import global_vars
     switch_class = _component(legacy, "SwitchMLP")

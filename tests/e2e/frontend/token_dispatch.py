@@ -1,80 +1,40 @@
-# MoE-style token dispatch with uneven all-to-alls: each rank counts the
-# tokens it sends to every expert rank, exchanges the counts, turns the counts
-# it receives into Python split sizes, sends the tokens, applies the expert
-# (one linear shared by all experts, so the result must be the reference's
-# linear of every token) and sends the results back. The received counts are
-# a collective's result: tracing needs a second pass to know them.
+# A token dispatch (tests/fixtures/moe_token_unpermute) whose ranks take the
+# sizes they send as the sizes they receive: rank 0 sends 3 rows to rank 1,
+# which expects 2. Real PyTorch would hang or fail; shardproof must name the
+# all-to-all and both ranks.
+import importlib.util
+import os
+
 import torch
 import torch.distributed as dist
 
-TOKENS = 8
-ROUTING = [0, 1, 1, 1, 0, 1, 1, 0]  # expert rank of each token (mod world)
+_spec = importlib.util.spec_from_file_location(
+    "moe_token_unpermute", os.path.normpath(os.path.join(
+        os.path.dirname(__file__), "..", "..", "fixtures", "moe_token_unpermute",
+        "correct.py")))
+dispatch = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(dispatch)
 
 
-class _AllToAll(torch.autograd.Function):
-    """Megatron's all-to-all: its backward sends the gradients back."""
-
-    @staticmethod
-    def forward(ctx, x, receive_sizes, send_sizes):
-        ctx.receive_sizes, ctx.send_sizes = receive_sizes, send_sizes
-        out = x.new_empty((sum(receive_sizes),) + tuple(x.shape[1:]))
-        dist.all_to_all_single(out, x.contiguous(), receive_sizes, send_sizes)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _AllToAll.apply(grad, ctx.send_sizes, ctx.receive_sizes), None, None
+class AssumesSymmetricTraffic(dispatch.MoELayer):
+    def forward(self, hidden_states, routing_map):
+        ep_size = dist.get_world_size()
+        sorted_indices = torch.argsort(routing_map, stable=True)
+        tokens_per_rank = torch.stack([(routing_map == r).sum() for r in range(ep_size)])
+        input_splits = tokens_per_rank.tolist()
+        output_splits = input_splits  # the bug: what arrives is what others send
+        dispatched = dispatch._AllToAll.apply(hidden_states[sorted_indices], output_splits,
+                                              input_splits)
+        return self.expert(dispatched)
 
 
-class Dispatch(torch.nn.Module):
-    def __init__(self, unpermute_by_gather=False, assume_symmetric=False):
-        super().__init__()
-        self.expert = torch.nn.Linear(4, 4, bias=False)
-        self.unpermute_by_gather = unpermute_by_gather
-        self.assume_symmetric = assume_symmetric
-
-    def forward(self, tokens, destination):
-        world = dist.get_world_size()
-        order = torch.argsort(destination, stable=True)
-        sent = torch.stack([(destination == r).sum() for r in range(world)])
-        received = torch.empty_like(sent)
-        dist.all_to_all_single(received, sent)
-        send_sizes = sent.tolist()
-        receive_sizes = send_sizes if self.assume_symmetric else received.tolist()
-        inbound = _AllToAll.apply(tokens[order], receive_sizes, send_sizes)
-        back = _AllToAll.apply(self.expert(inbound), send_sizes, receive_sizes)
-        if self.unpermute_by_gather:
-            return back[order]  # the permutation, not its inverse
-        out = torch.zeros_like(back)
-        out[order] = back
-        return out
-
-
-def _finalize(model):
-    def finalize_grads():
-        for p in model.parameters():
-            dist.all_reduce(p.grad)  # every rank's tokens reached the expert
-
-    return finalize_grads
-
-
-def _entry(**options):
-    tokens = torch.randn(TOKENS, 4)
-    world, rank = dist.get_world_size(), dist.get_rank()
-    destination = torch.tensor(ROUTING) % world
-    mine = slice(TOKENS // world * rank, TOKENS // world * (rank + 1))
-    model = Dispatch(**options)
-    return {"model": model, "inputs": (tokens[mine], destination[mine]),
-            "finalize_grads": _finalize(model)}
+# At world 2 rank 0 routes [1, 3] tokens to ranks [0, 1], rank 1 [2, 2].
+ROUTING = [0, 1, 1, 1, 0, 1, 1, 0]
 
 
 def entry():
-    return _entry()
-
-
-def entry_unpermute_by_gather():
-    return _entry(unpermute_by_gather=True)
-
-
-def entry_assume_symmetric():
-    return _entry(assume_symmetric=True)
+    hidden_states = torch.randn(len(ROUTING), 4)
+    world, rank = dist.get_world_size(), dist.get_rank()
+    routing_map = torch.tensor(ROUTING) % world
+    mine = slice(len(ROUTING) // world * rank, len(ROUTING) // world * (rank + 1))
+    return AssumesSymmetricTraffic(4), (hidden_states[mine], routing_map[mine])
