@@ -21,6 +21,29 @@ std::pair<int, int> DistributedValue::shard_of(int k, Layout::Over over) const {
   return {k, world()};
 }
 
+std::optional<std::vector<std::vector<int>>>
+DistributedValue::summand_groups(Layout::Over over) const {
+  std::vector<std::vector<int>> out;
+  if (!has_axis(over)) {
+    out.emplace_back();
+    for (int k = 0; k < world(); ++k)
+      out.back().push_back(k);
+    return out;
+  }
+  for (const auto &group : axis_groups.at(over)) {
+    auto &entries = out.emplace_back();
+    for (int rank : group) {
+      int k = 0;
+      while (k < world() && rank_id(k) != rank)
+        ++k;
+      if (k == world())
+        return std::nullopt;
+      entries.push_back(k);
+    }
+  }
+  return out;
+}
+
 std::vector<Layout::Over> DistributedValue::groupings() const {
   std::vector<Layout::Over> out{Layout::Over::World};
   for (const auto &[over, groups] : axis_groups)
@@ -60,10 +83,18 @@ std::string Layout::str() const {
     return dim < 0 ? fmt::format("the reference times {} on every rank", factor.get_str())
                    : fmt::format("the rank's shard of the reference (dim {}{}) times {}",
                                  dim, group, factor.get_str());
-  case Kind::PartialSum:
-    return over == Over::World
-               ? "a partial sum over ranks"
-               : fmt::format("a partial sum over each {} group", axis_name(over));
+  case Kind::PartialSum: {
+    std::string sum =
+        over == Over::World
+            ? "a partial sum over ranks"
+            : fmt::format("a partial sum over each {} group", axis_name(over));
+    if (dim >= 0)
+      sum += fmt::format(" of the rank's shard (dim {} over the {} group)", dim,
+                         axis_name(shard_over));
+    if (factor != 1)
+      sum += fmt::format(" (the sum is {} times the reference)", factor.get_str());
+    return sum;
+  }
   case Kind::Rows:
     return reordered()
                ? "the reference's rows in another order"
@@ -117,7 +148,8 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     out.push_back({Layout::Kind::Scaled}); // even on one holder: wrongly averaged
     if (value.world() > 1)
       for (Layout::Over over : value.groupings())
-        out.push_back({Layout::Kind::PartialSum, over});
+        if (value.summand_groups(over))
+          out.push_back({Layout::Kind::PartialSum, over});
     return out;
   }
   std::size_t sharded_from = out.size();
@@ -137,11 +169,23 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     }
   if (out.size() == sharded_from)
     add_two_axis_shards(value, out);
-  for (std::size_t i = sharded_from, n = out.size(); i < n; ++i) {
+  std::size_t sharded_to = out.size();
+  for (std::size_t i = sharded_from; i < sharded_to; ++i) {
     Layout scaled = out[i];
     scaled.kind = Layout::Kind::Scaled;
     out.push_back(scaled);
   }
+  // Shards over one axis that still have to be summed over another.
+  for (std::size_t i = sharded_from; i < sharded_to; ++i)
+    for (const auto &[over, groups] : value.axis_groups) {
+      const Layout &shard = out[i];
+      if (shard.second_dim >= 0 || shard.over == Layout::Over::World ||
+          over == shard.over || !value.summand_groups(over))
+        continue;
+      Layout partial{Layout::Kind::PartialSum, over, shard.dim, shard.stride};
+      partial.shard_over = shard.over;
+      out.push_back(partial);
+    }
   return out;
 }
 
@@ -193,20 +237,33 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       }
     break;
   case Layout::Kind::PartialSum: {
-    std::vector<std::vector<int>> groups{{}};
-    for (int r = 0; r < value.world(); ++r)
-      groups[0].push_back(r);
-    if (value.has_axis(layout.over))
-      groups = value.axis_groups.at(layout.over);
-    for (const auto &group : groups)
-      for (std::size_t i = 0; i < value.reference.size(); ++i) {
+    auto groups = value.summand_groups(layout.over);
+    if (!groups) { // a group with members that do not hold the value: never holds
+      eq.lhs.push_back(store.one());
+      eq.rhs.push_back(store.zero());
+      eq.rows.push_back({});
+    }
+    for (const auto &group : groups.value_or(std::vector<std::vector<int>>{})) {
+      // A sum of shards: every member holds the same shard (the axes are
+      // orthogonal), read off the group's first member.
+      int first = group.front();
+      for (std::size_t i = 0; i < value.ranks.at(first).size(); ++i) {
+        std::size_t ref = i;
+        if (layout.dim >= 0) {
+          auto [shard, count] = value.shard_of(first, layout.shard_over);
+          ref = frontend::shard_to_reference_index(value.rank_shapes[first], layout.dim,
+                                                   layout.stride, shard, count, i);
+        }
         TermId sum = store.zero();
         for (int r : group)
-          sum = store.add(sum, value.ranks[r][i]);
+          sum = store.add(sum, value.ranks[r].at(i));
         eq.lhs.push_back(sum);
-        eq.rhs.push_back(value.reference[i]);
-        eq.rows.push_back({-1, i, i});
+        eq.rhs.push_back(layout.factor == 1 ? value.reference.at(ref)
+                                            : store.mul(store.constant(layout.factor),
+                                                        value.reference.at(ref)));
+        eq.rows.push_back({-1, i, ref});
       }
+    }
     break;
   }
   case Layout::Kind::Rows: // a relation to locate bugs by, not an obligation
@@ -284,7 +341,9 @@ namespace {
 // the caller.
 std::optional<mpq_class> measure_factor(terms::TermStore &store,
                                         const DistributedValue &value, Layout base) {
-  base.kind = base.dim < 0 ? Layout::Kind::Replicated : Layout::Kind::Sharded;
+  if (base.kind == Layout::Kind::Scaled)
+    base.kind = base.dim < 0 ? Layout::Kind::Replicated : Layout::Kind::Sharded;
+  base.factor = 1;
   LayoutEquation eq = layout_equation(store, value, base);
   terms::DoubleEvaluator eval(
       store, [](TermId v) { return prover::sample_value(0xfac7, 0, v); });
@@ -309,6 +368,10 @@ Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
       if (!factor)
         continue;
       candidate.factor = *factor;
+    } else if (candidate.kind == Layout::Kind::PartialSum) {
+      // Local means summed: the group's sum is the reference times a factor.
+      if (auto factor = measure_factor(store, value, candidate))
+        candidate.factor = *factor;
     }
     LayoutEquation eq = layout_equation(store, value, candidate);
     bool holds = true;

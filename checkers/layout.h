@@ -37,6 +37,10 @@ struct Layout {
   // `second_over` (a sequence-parallel slice of a data-parallel batch).
   int second_dim = -1;
   Over second_over = Over::World;
+  // For a PartialSum with dim >= 0: the summands are the ranks' shards along
+  // `dim` over the groups of `shard_over` (tensor-parallel gradients that no
+  // data-parallel all-reduce summed).
+  Over shard_over = Over::World;
   mpq_class factor = 1; // for Scaled
   // For Rows: the reference row each row of each rank's value is.
   std::vector<std::vector<std::size_t>> rows;
@@ -66,6 +70,9 @@ struct DistributedValue {
   bool has_axis(Layout::Over over) const { return axis_groups.count(over) > 0; }
   // The world, then every axis that has groups.
   std::vector<Layout::Over> groupings() const;
+  // The groups of `over` as entries of `ranks` (the world: one group of
+  // all); nullopt when a group has a member that does not hold the value.
+  std::optional<std::vector<std::vector<int>>> summand_groups(Layout::Over over) const;
   // (shard index, shard count) of entry k under `over`.
   std::pair<int, int> shard_of(int rank, Layout::Over over) const;
 };

@@ -131,9 +131,9 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                                               computed_here(*divergence))
                                 : "")};
   if (partial)
-    return {"SP002", fmt::format("{} is a partial sum over ranks and reaches {} "
-                                 "without a reduction",
-                                 computed_here(*divergence), ob.subject)};
+    return {"SP002", fmt::format("{} is {} and reaches {} without a reduction",
+                                 computed_here(*divergence), divergence->layout.str(),
+                                 ob.subject)};
   if (scaled)
     return {"SP005",
             fmt::format("{} is {}: a sum where an average belongs, or the "
@@ -221,9 +221,14 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   if (!disagree.empty())
     f.details.push_back(fmt::format("Ranks that disagree with the reference: {}",
                                     fmt::join(disagree, ", ")));
-  if (infer_layout(store, value).kind == Layout::Kind::PartialSum)
-    f.details.push_back("The ranks' values add up to the reference: an all-reduce "
-                        "is missing");
+  if (Layout final = infer_layout(store, value); final.kind == Layout::Kind::PartialSum)
+    f.details.push_back(
+        final.factor == 1
+            ? std::string("The ranks' values add up to the reference: an all-reduce "
+                          "is missing")
+            : fmt::format("The ranks' values add up to {} times the reference: an "
+                          "all-reduce is missing, and its result is to be scaled by {}",
+                          final.factor.get_str(), mpq_class(1 / final.factor).get_str()));
   if (!(where == ob.loc) && !ob.loc_note.empty())
     f.notes.push_back({ob.loc, ob.loc_note});
   context.findings.push_back(std::move(f));
