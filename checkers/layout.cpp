@@ -89,7 +89,7 @@ std::string Layout::str() const {
             ? "a partial sum over ranks"
             : fmt::format("a partial sum over each {} group", axis_name(over));
     if (dim >= 0)
-      sum += fmt::format(" of the rank's shard (dim {} over the {} group)", dim,
+      sum += fmt::format(" of the rank's shard along dim {} over the {} group", dim,
                          axis_name(shard_over));
     if (factor != 1)
       sum += fmt::format(" (the sum is {} times the reference)", factor.get_str());
@@ -362,26 +362,36 @@ std::optional<mpq_class> measure_factor(terms::TermStore &store,
 
 Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
                     unsigned points) {
+  auto holds = [&](const Layout &candidate) {
+    LayoutEquation eq = layout_equation(store, value, candidate);
+    for (unsigned k = 0; k < points; ++k)
+      if (prover::first_difference(store, eq.lhs, eq.rhs, [&](TermId v) {
+            return prover::sample_value(0x1a7047, k, v);
+          }))
+        return false;
+    return true;
+  };
+  std::vector<Layout> sums;
   for (Layout candidate : candidate_layouts(value)) {
     if (candidate.kind == Layout::Kind::Scaled) {
       auto factor = measure_factor(store, value, candidate);
       if (!factor)
         continue;
       candidate.factor = *factor;
-    } else if (candidate.kind == Layout::Kind::PartialSum) {
-      // Local means summed: the group's sum is the reference times a factor.
-      if (auto factor = measure_factor(store, value, candidate))
-        candidate.factor = *factor;
     }
-    LayoutEquation eq = layout_equation(store, value, candidate);
-    bool holds = true;
-    for (unsigned k = 0; k < points && holds; ++k)
-      holds = !prover::first_difference(store, eq.lhs, eq.rhs, [&](TermId v) {
-                 return prover::sample_value(0x1a7047, k, v);
-               }).has_value();
-    if (holds)
+    if (holds(candidate))
       return candidate;
+    if (candidate.kind == Layout::Kind::PartialSum)
+      sums.push_back(candidate);
   }
+  // Local means summed: a group's sum is the reference times a factor. Every
+  // exact relation is tried first.
+  for (Layout candidate : sums)
+    if (auto factor = measure_factor(store, value, candidate)) {
+      candidate.factor = *factor;
+      if (holds(candidate))
+        return candidate;
+    }
   return {Layout::Kind::None};
 }
 

@@ -93,6 +93,26 @@ TEST(Layouts, PartialSumOverDataParallelGroups) {
   EXPECT_EQ(layout.over, Layout::Over::DataParallel);
 }
 
+TEST(Layouts, ShardsOfLocalMeansThatNoDataParallelAllReduceSummed) {
+  terms::TermStore store;
+  auto value = reference_value(store, {2});
+  add_tp_dp_groups(value);
+  auto times = [&](long num, long den, std::size_t i) {
+    return store.mul(store.constant(mpq_class(num, den)), value.reference[i]);
+  };
+  // Tensor-parallel rank t holds element t; the two data-parallel ranks of
+  // each shard add up to twice the reference (means over half the batch).
+  value.ranks = {
+      {times(1, 2, 0)}, {value.reference[1]}, {times(3, 2, 0)}, {value.reference[1]}};
+  value.rank_shapes.assign(4, {1});
+  Layout layout = checkers::infer_layout(store, value);
+  ASSERT_EQ(layout.kind, Layout::Kind::PartialSum) << layout.str();
+  EXPECT_EQ(layout.str(),
+            "a partial sum over each data-parallel group of the rank's shard "
+            "along dim 0 over the tensor-parallel group (the sum is 2 times "
+            "the reference)");
+}
+
 TEST(Layouts, RowsInAnotherOrderAndABlockAtTheWrongOffset) {
   terms::TermStore store;
   auto value = reference_value(store, {4, 1});
