@@ -9,6 +9,7 @@ packages=(
   libz3-dev libgmp-dev                   # prover
   python3-dev python3-numpy              # embedded CPython and its arrays
   python3-packaging python3-typing-extensions  # imported by framework code
+  python3-pydantic                       # DeepSpeed's config (1.x: trees to mid-2024)
   python3-torch                          # real PyTorch: ground truth in tests
   googletest libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
