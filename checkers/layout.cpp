@@ -106,35 +106,44 @@ std::string Layout::str() const {
 }
 
 namespace {
+// Whether every rank's shape is the reference's split along `dim` into the
+// groups of `over`, and also along `second_dim` (if >= 0) into those of
+// `second_over`.
+bool shards_fit(const DistributedValue &value, int dim, Layout::Over over,
+                int second_dim = -1, Layout::Over second_over = Layout::Over::World) {
+  const auto &ref = value.reference_shape;
+  for (int r = 0; r < value.world(); ++r) {
+    const auto &shape = value.rank_shapes[r];
+    if (shape.size() != ref.size())
+      return false;
+    for (int e = 0; e < static_cast<int>(ref.size()); ++e) {
+      int count = e == dim          ? value.shard_of(r, over).second
+                  : e == second_dim ? value.shard_of(r, second_over).second
+                                    : 1;
+      if (shape[e] * count != ref[e])
+        return false;
+    }
+  }
+  return true;
+}
+
 // Shards of shards: split along one dim over one parallel axis and along
 // another dim over another axis (never the world, which holds both).
 void add_two_axis_shards(const DistributedValue &value, std::vector<Layout> &out) {
-  const auto &ref = value.reference_shape;
+  const int dims = static_cast<int>(value.reference_shape.size());
   for (const auto &[first, first_groups] : value.axis_groups)
-    for (const auto &[second, second_groups] : value.axis_groups) {
-      if (first == second)
-        continue;
-      for (std::size_t d1 = 0; d1 < ref.size(); ++d1)
-        for (std::size_t d2 = 0; d2 < ref.size(); ++d2) {
-          if (d1 == d2 || (first > second && d1 > d2))
+    for (const auto &[second, second_groups] : value.axis_groups)
+      for (int d1 = 0; d1 < dims; ++d1)
+        for (int d2 = 0; d2 < dims; ++d2) {
+          if (first == second || d1 == d2 || (first > second && d1 > d2))
             continue; // each (dim, axis) pair once
-          bool fits = true;
-          for (int r = 0; r < value.world() && fits; ++r) {
-            const auto &shape = value.rank_shapes[r];
-            int count1 = value.shard_of(r, first).second;
-            int count2 = value.shard_of(r, second).second;
-            fits = shape.size() == ref.size();
-            for (std::size_t e = 0; e < ref.size() && fits; ++e)
-              fits = shape[e] * (e == d1 ? count1 : e == d2 ? count2 : 1) == ref[e];
-          }
-          if (fits) {
-            Layout layout{Layout::Kind::Sharded, first, static_cast<int>(d1)};
-            layout.second_dim = static_cast<int>(d2);
-            layout.second_over = second;
-            out.push_back(layout);
-          }
+          if (!shards_fit(value, d1, first, d2, second))
+            continue;
+          Layout layout{Layout::Kind::Sharded, first, d1};
+          layout.second_dim = d2;
+          layout.second_over = second;
+          out.push_back(layout);
         }
-    }
 }
 } // namespace
 
@@ -153,20 +162,10 @@ std::vector<Layout> candidate_layouts(const DistributedValue &value) {
     return out;
   }
   std::size_t sharded_from = out.size();
-  const auto &ref = value.reference_shape;
-  for (std::size_t d = 0; d < ref.size(); ++d)
-    for (Layout::Over over : value.groupings()) {
-      bool fits = true;
-      for (int r = 0; r < value.world() && fits; ++r) {
-        const auto &shape = value.rank_shapes[r];
-        int count = value.shard_of(r, over).second;
-        fits = shape.size() == ref.size();
-        for (std::size_t e = 0; e < ref.size() && fits; ++e)
-          fits = e == d ? shape[e] * count == ref[e] : shape[e] == ref[e];
-      }
-      if (fits)
-        out.push_back({Layout::Kind::Sharded, over, static_cast<int>(d)});
-    }
+  for (int d = 0; d < static_cast<int>(value.reference_shape.size()); ++d)
+    for (Layout::Over over : value.groupings())
+      if (shards_fit(value, d, over))
+        out.push_back({Layout::Kind::Sharded, over, d});
   if (out.size() == sharded_from)
     add_two_axis_shards(value, out);
   std::size_t sharded_to = out.size();
@@ -218,23 +217,24 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       }
     break;
   case Layout::Kind::Sharded:
-    for (int r = 0; r < value.world(); ++r)
+    for (int r = 0; r < value.world(); ++r) {
+      auto [shard, count] = value.shard_of(r, layout.over);
+      auto [second_shard, second_count] = value.shard_of(r, layout.second_over);
+      ir::Shape shape = value.rank_shapes[r];
+      if (layout.second_dim >= 0)
+        shape[layout.second_dim] *= second_count;
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
-        auto [shard, count] = value.shard_of(r, layout.over);
-        ir::Shape shape = value.rank_shapes[r];
-        std::size_t local = i;
-        if (layout.second_dim >= 0) { // first to the whole of the second dim
-          auto [second_shard, second_count] = value.shard_of(r, layout.second_over);
-          local = frontend::shard_to_reference_index(shape, layout.second_dim, 1,
-                                                     second_shard, second_count, i);
-          shape[layout.second_dim] *= second_count;
-        }
+        std::size_t local = i; // first to the whole of the second dim
+        if (layout.second_dim >= 0)
+          local = frontend::shard_to_reference_index(
+              value.rank_shapes[r], layout.second_dim, 1, second_shard, second_count, i);
         std::size_t ref = frontend::shard_to_reference_index(
             shape, layout.dim, layout.stride, shard, count, local);
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference.at(ref)); // a forced layout may not fit
         eq.rows.push_back({r, i, ref});
       }
+    }
     break;
   case Layout::Kind::PartialSum: {
     auto groups = value.summand_groups(layout.over);
@@ -247,13 +247,12 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       // A sum of shards: every member holds the same shard (the axes are
       // orthogonal), read off the group's first member.
       int first = group.front();
+      auto [shard, count] = value.shard_of(first, layout.shard_over);
       for (std::size_t i = 0; i < value.ranks.at(first).size(); ++i) {
         std::size_t ref = i;
-        if (layout.dim >= 0) {
-          auto [shard, count] = value.shard_of(first, layout.shard_over);
+        if (layout.dim >= 0)
           ref = frontend::shard_to_reference_index(value.rank_shapes[first], layout.dim,
                                                    layout.stride, shard, count, i);
-        }
         TermId sum = store.zero();
         for (int r : group)
           sum = store.add(sum, value.ranks[r].at(i));

@@ -43,7 +43,7 @@ struct Layout {
   Over shard_over = Over::World;
   mpq_class factor = 1; // for Scaled
   // For Rows: the reference row each row of each rank's value is.
-  std::vector<std::vector<std::size_t>> rows;
+  std::vector<std::vector<std::size_t>> rows = {};
   bool acceptable() const { return kind == Kind::Replicated || kind == Kind::Sharded; }
   // Rows in another order on some rank (tokens permuted for a dispatch), not
   // just a block of consecutive rows (a shard taken at the wrong offset).
@@ -60,7 +60,7 @@ struct DistributedValue {
   std::vector<std::vector<TermId>> ranks;
   // The groups (global ranks) of each parallel axis that is smaller than the
   // world: a rank's shard index is its position in its group.
-  std::map<Layout::Over, std::vector<std::vector<int>>> axis_groups;
+  std::map<Layout::Over, std::vector<std::vector<int>>> axis_groups = {};
   // The global rank of each entry of `ranks` when only some ranks hold the
   // value (an expert's parameter lives on its expert-parallel ranks); empty
   // when every rank does, in order.

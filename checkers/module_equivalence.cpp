@@ -90,7 +90,7 @@ private:
       value.rank_shapes.push_back(value_of(*twins[r]).shape);
       value.ranks.push_back(context.program.linked(r, value_of(*twins[r]).elements));
     }
-    add_axis_groups(value, context.program);
+    value.axis_groups = axis_groups(context.program);
     if (value.reference.empty() || context.lemmas.abstracted(value))
       return;
     Layout layout = infer_layout(context.store, value);

@@ -107,8 +107,9 @@ std::string computed_here(const Divergence &d) {
   return fmt::format("the value computed here ({})", d.op);
 }
 
+// `inferred`: the layout the obligation's value has (infer_layout).
 Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
-                   const std::optional<Divergence> &divergence) {
+                   const Layout &inferred, const std::optional<Divergence> &divergence) {
   using Kind = Layout::Kind;
   const bool forward = ob.role == ir::Output::Role::Forward;
   const std::string mismatch_rule = forward ? "SP001" : "SP006";
@@ -141,7 +142,7 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                         computed_here(*divergence), divergence->layout.str(), differs)};
   // The whole value off by a constant factor, though no single operation
   // introduced it (a sum over ranks of values that were never averaged).
-  if (Layout final = infer_layout(store, ob.value); final.kind == Kind::Scaled)
+  if (const Layout &final = inferred; final.kind == Kind::Scaled)
     return {"SP005", fmt::format("{} is {}: a sum where an average belongs, or the "
                                  "reverse",
                                  ob.subject, final.str())};
@@ -167,9 +168,10 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   auto &store = context.store;
   const DistributedValue &value = ob.value;
   const prover::Counterexample &cex = *verdict.counterexample;
-  auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
-                                      infer_layout(store, ob.value));
-  Diagnosis diagnosis = diagnose(store, ob, divergence);
+  const Layout inferred = infer_layout(store, ob.value);
+  auto divergence =
+      locate_divergence(store, context.program, ob.home_rank, ob.home_node, inferred);
+  Diagnosis diagnosis = diagnose(store, ob, inferred, divergence);
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == "SP005" &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
@@ -221,7 +223,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   if (!disagree.empty())
     f.details.push_back(fmt::format("Ranks that disagree with the reference: {}",
                                     fmt::join(disagree, ", ")));
-  if (Layout final = infer_layout(store, value); final.kind == Layout::Kind::PartialSum)
+  if (const Layout &final = inferred; final.kind == Layout::Kind::PartialSum)
     f.details.push_back(
         final.factor == 1
             ? std::string("The ranks' values add up to the reference: an all-reduce "
@@ -235,17 +237,19 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
 }
 } // namespace
 
-void add_axis_groups(DistributedValue &value, const frontend::LinkedProgram &program) {
+AxisGroups axis_groups(const frontend::LinkedProgram &program) {
+  AxisGroups out;
   auto add = [&](Layout::Over over, std::vector<int> ir::Trace::*group_of) {
     std::set<std::vector<int>> groups;
     for (int r = 0; r < program.world(); ++r)
       if (!(program.rank(r).*group_of).empty())
         groups.insert(program.rank(r).*group_of);
     if (!groups.empty())
-      value.axis_groups[over].assign(groups.begin(), groups.end());
+      out[over].assign(groups.begin(), groups.end());
   };
   add(Layout::Over::TensorParallel, &ir::Trace::tensor_parallel_group);
   add(Layout::Over::DataParallel, &ir::Trace::data_parallel_group);
+  return out;
 }
 
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
@@ -274,6 +278,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   };
   // The value every rank computed at this node, or nullopt when some rank
   // has no twin of it.
+  const AxisGroups groups = axis_groups(program);
   auto rank_values = [&](const NodeKey &key) -> std::optional<DistributedValue> {
     DistributedValue value;
     int n = rank_index[home_rank].counts[site_of(key)];
@@ -285,7 +290,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       value.rank_shapes.push_back(twin.shape);
       value.ranks.push_back(program.linked(r, twin.elements));
     }
-    add_axis_groups(value, program);
+    value.axis_groups = groups;
     return value;
   };
   // A node on a path the reference never ran has no twin by line; relate it
@@ -493,7 +498,7 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
     value.rank_shapes.push_back(o->shape);
     value.ranks.push_back(program.linked(r, o->elements));
   }
-  add_axis_groups(value, program);
+  value.axis_groups = axis_groups(program);
   return value;
 }
 

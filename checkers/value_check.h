@@ -63,7 +63,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             const Layout &value_layout);
 
 // The entry's tensor- and data-parallel groups, when smaller than the world.
-void add_axis_groups(DistributedValue &value, const frontend::LinkedProgram &program);
+using AxisGroups = std::map<Layout::Over, std::vector<std::vector<int>>>;
+AxisGroups axis_groups(const frontend::LinkedProgram &program);
 
 const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
 
