@@ -302,6 +302,19 @@ def scan_matrix(path):
     return [tuple(row) for row in table]
 
 
+def _swallowed_gap():
+    """A run that finished although a gap of ours was raised in it (the
+    analysed code caught it) is "could not prove", at the first gap."""
+    if _tracing.state.gaps:
+        what, file, line = _tracing.state.gaps[0]
+        return ("unsupported", file, line,
+                f"Unsupported: {what} (raised here and caught by the analysed code)")
+    if _sp.take_symbolic_stops():
+        return ("unsupported", "", 0, "SymbolicControlFlow: a branch on a symbolic "
+                "value was caught by the analysed code")
+    return None
+
+
 def run_rank(path, func, world, rank, layout=""):
     # Python's environment is a copy taken at start-up: a recipe's layout for
     # this run is set here, not with the C library's setenv.
@@ -315,8 +328,9 @@ def run_rank(path, func, world, rank, layout=""):
         # repeat once per simulated rank and bury the report.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            _sp.take_symbolic_stops()
             _run(path, func, world, rank)
-        return None
+        return _swallowed_gap()
     except HarnessError as e:
         return ("bad-input", e.file, e.line, str(e))
     except SyntaxError as e:

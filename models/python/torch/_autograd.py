@@ -23,7 +23,8 @@ class GradNode:
     Tensor or None) per entry of `inputs`."""
 
     __slots__ = ("name", "vjp", "inputs", "loc", "num_outputs", "takes_tensors",
-                 "_next", "_edges", "_keep", "module_outputs", "__weakref__")
+                 "_next", "_edges", "_keep", "module_outputs", "saved", "tensor_hooks", "freed",
+                 "__weakref__")
 
     def __init__(self, name, vjp, inputs, loc, num_outputs=1, takes_tensors=False):
         # Built-in VJPs work on arrays; a custom Function's backward is user
@@ -32,6 +33,13 @@ class GradNode:
         # (module call, output k, output nr): outputs of this node a module
         # returned, whose whole gradient the trace records (modular proofs).
         self.module_outputs = ()
+        # (tensor, its version counter, the version when saved): PyTorch's
+        # saved variables, checked when the backward runs.
+        self.saved = ()
+        # output nr -> hooks registered on the tensor that is that output:
+        # they run once, on its whole gradient, before this node's backward.
+        self.tensor_hooks = {}
+        self.freed = False  # a backward without retain_graph ran through it
         self.name = name
         self.vjp = vjp
         self.inputs = inputs
@@ -70,11 +78,34 @@ class GradNode:
             self._next = tuple(edges)
         return self._next
 
+    def save(self, tensors):
+        self.saved = tuple((t, t._version_counter(), t._version_counter().value)
+                           for t in tensors)
+
+    def check_saved(self):
+        if self.freed and self.saved:
+            raise RuntimeError(SECOND_BACKWARD)
+        for t, counter, version in self.saved:
+            if counter.value != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: [{t.dtype} {list(t.shape)}], "
+                    f"which {self.name} saved for its backward, is at version "
+                    f"{counter.value}; expected version {version} instead")
+
     def register_hook(self, hook):
-        raise _tracing.Unsupported("a hook on an autograd node other than a "
-                                   "leaf's AccumulateGrad")
+        _tracing.unmodelled("a hook on an autograd node other than a leaf's "
+                            f"AccumulateGrad ({hook!r})")
 
     register_prehook = register_hook
+
+
+SECOND_BACKWARD = (
+    "Trying to backward through the graph a second time (or directly access saved "
+    "tensors after they have already been freed). Saved intermediate values of the "
+    "graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward.")
 
 
 class AccumulateGrad:
@@ -133,13 +164,29 @@ def requires_grad(inputs):
 
 
 def attach(out, name, vjp, inputs, loc=None):
-    """Makes `out` the result of a differentiable op, if any input needs it."""
-    if vjp is None or not requires_grad(inputs):
+    """Makes `out` the result of a differentiable op, if any input needs it.
+    A float result of an op whose gradient is not modelled still requires
+    grad, as in PyTorch: a backward that reaches it stops "could not prove"
+    there, instead of silently cutting the graph."""
+    if not requires_grad(inputs):
         return out
+    loc = loc or _tracing.location()
+    if vjp is None:
+        if not out.dtype.is_floating_point:
+            return out  # integer and bool results never require grad
+        vjp = _unmodelled_gradient(name, loc)
     out.requires_grad = True
-    out.grad_fn = GradNode(name, vjp, tuple(inputs), loc or _tracing.location())
+    out.grad_fn = GradNode(name, vjp, tuple(inputs), loc)
     out._output_nr = 0
     return out
+
+
+def _unmodelled_gradient(name, loc):
+    def vjp(grads):
+        file, line, _, _ = loc
+        raise _tracing.Unsupported(f"the gradient of {name} (at {_tracing.display(file)}:"
+                                   f"{line}) is not modelled")
+    return vjp
 
 
 def _topological(root):
@@ -172,8 +219,18 @@ def _as_tensor(g, like, node, parents):
                   "grad:" + node.name, "elementwise", parents, loc=node.loc)
 
 
-def backward(root, gradient):
+def backward(root, gradient, retain_graph=False, inputs=None):
+    """Runs the backward of `root`; with `inputs`, only those leaves
+    accumulate a gradient (as PyTorch's backward(inputs=...))."""
     Tensor = _tensor_type()
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        if not inputs or any(i.grad_fn is not None for i in inputs):
+            _tracing.unmodelled("backward(inputs=...) naming a non-leaf tensor or "
+                                "no tensor")
+        only = {id(i) for i in inputs}
+    else:
+        only = None
     if root.grad_fn is None:
         if root.requires_grad:
             _accumulate_leaf(root, gradient)
@@ -193,10 +250,12 @@ def backward(root, gradient):
         for node in order:
             grads = slots.pop(id(node), None)
             if grads is not None:
+                grads = _run_tensor_hooks(node, grads)
                 _record_module_gradients(node, grads)
             if grads is None or all(g is None for g in grads):
                 results = [None] * len(node.inputs)  # its leaf uses still settle
             else:
+                node.check_saved()
                 results = node.vjp(grads if node.takes_tensors else
                                    [None if g is None else g._a for g in grads])
             for inp, (grad_fn, nr, needs), g in zip(node.inputs, node._edges, results):
@@ -214,6 +273,8 @@ def backward(root, gradient):
                     pending[id(inp)] -= 1
                     if pending[id(inp)] == 0 and id(inp) in leaf_grads:
                         g = leaf_grads.pop(id(inp))
+                        if only is not None and id(inp) not in only:
+                            continue
                         for hook in getattr(inp, "_grad_hooks", ()):
                             replaced = hook(g)
                             if replaced is not None:
@@ -222,12 +283,28 @@ def backward(root, gradient):
                     continue
                 if g is None:
                     continue
-                for hook in getattr(inp, "_grad_hooks", ()):
-                    replaced = hook(g)
-                    if replaced is not None:
-                        g = replaced
                 slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
                 slot[nr] = g if slot[nr] is None else slot[nr] + g
+    if not retain_graph:
+        for node in order:
+            node.freed = True
+
+
+def _run_tensor_hooks(node, grads):
+    """Hooks of the tensors this node produced, on each one's whole gradient
+    (every use has contributed by now), as PyTorch's tensor pre-hooks: a
+    hook may replace the gradient; retain_grad's runs last."""
+    if not node.tensor_hooks:
+        return grads
+    grads = list(grads)
+    for nr, hooks in node.tensor_hooks.items():
+        if grads[nr] is None:
+            continue
+        for hook in sorted(hooks, key=lambda h: getattr(h, "_retains_grad", False)):
+            replaced = hook(grads[nr])
+            if replaced is not None:
+                grads[nr] = replaced
+    return grads
 
 
 def _record_module_gradients(node, grads):

@@ -42,9 +42,12 @@ def _node_of(x):
     return x._node if isinstance(x, Tensor) and x._node is not None else None
 
 
-def record(array, dtype, op, category, inputs=(), vjp=None, loc=None):
+def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
     """Wraps a result array as a Tensor and records its IR node; with `vjp`,
-    the op is differentiable and joins the autograd graph."""
+    the op is differentiable and joins the autograd graph. `saved` names the
+    tensors PyTorch's op saves for its backward (SAVED_RESULT for its own
+    result): writing into one in place before the backward is an error there,
+    and so here."""
     if not isinstance(array, np.ndarray):
         array = np.asarray(array, dtype=dtype.numpy)
     if dtype.is_floating_point and array.dtype != object:
@@ -54,7 +57,21 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None):
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
     node = _sp.record_node(op, category, file, line, col, func, array.shape,
                            dtype.name, array.ravel().tolist(), parents)
-    return _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
+    out = _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
+    if saved and out.grad_fn is not None:
+        out.grad_fn.save(tuple(out if t is SAVED_RESULT else t for t in saved))
+    return out
+
+
+SAVED_RESULT = object()  # in `record(saved=...)`: the op's own result
+
+
+def _saves(a, b):
+    """What PyTorch's mul and matmul save: each operand when the other one
+    needs its gradient."""
+    needs = _autograd.requires_grad
+    return tuple(x for x, other in ((a, b), (b, a))
+                 if isinstance(x, Tensor) and needs((other,)))
 
 
 def relabel(t, op, category, inputs):
@@ -83,7 +100,7 @@ def _shape_of(x):
     return np.shape(_raw(x))
 
 
-def _movement(op, category, fn, sources, differentiable=None, indices=()):
+def _movement(op, category, fn, sources, differentiable=None, indices=(), dtype=None):
     """A pure data-movement op (view, index, cat, embedding, ...): `fn` maps
     the source arrays to the result. Its gradient scatters back along the
     same map, learned by applying `fn` to arrays of element positions:
@@ -94,7 +111,8 @@ def _movement(op, category, fn, sources, differentiable=None, indices=()):
     result = fn(*[_raw(x) for x in sources])
     tensors = [x for x in sources if isinstance(x, Tensor) and
                not any(x is i for i in indices)]
-    dtype = _result_dtype(*tensors) if len(tensors) > 1 else tensors[0].dtype
+    if dtype is None:
+        dtype = _result_dtype(*tensors) if len(tensors) > 1 else tensors[0].dtype
 
     def vjp(grads):
         offsets, positions, start = [], [], 1
@@ -187,7 +205,7 @@ def _bool_array(array):
     return array
 
 
-def binary(op, a, b, fn, out_dtype=None, vjp=None):
+def binary(op, a, b, fn, out_dtype=None, vjp=None, saved=()):
     """An elementwise op; `vjp(g, A, B)` gives the gradients before the
     broadcasting of A and B is undone."""
     dtype = out_dtype or _result_dtype(a, b)
@@ -203,7 +221,7 @@ def binary(op, a, b, fn, out_dtype=None, vjp=None):
                 None if gb is None else _unbroadcast(gb, np.shape(B))]
 
     return record(result, dtype, op, "elementwise", (a, b),
-                  grads if vjp else None)
+                  grads if vjp else None, saved=saved)
 
 
 def _saved(x):
@@ -220,6 +238,18 @@ def _vjp_sub(g, A, B):
 
 def _vjp_mul(g, A, B):
     return g * B, g * A
+
+
+def _div_saves(a, b):
+    """PyTorch's div saves the divisor for the dividend's gradient, and both
+    for the divisor's."""
+    needs = _autograd.requires_grad
+    keep = []
+    if isinstance(a, Tensor) and needs((b,)):
+        keep.append(a)
+    if isinstance(b, Tensor) and needs((a, b)):
+        keep.append(b)
+    return tuple(keep)
 
 
 def _vjp_div(g, A, B):
@@ -276,6 +306,8 @@ _DERIVATIVES = {
     "relu": lambda A, Y: _positive(A),
     "erf": lambda A, Y: (2 / math.sqrt(math.pi)) * _fn("exp")(-(A * A)),
 }
+# Functions whose PyTorch backward reads their result, not their input.
+_SAVES_RESULT = {"exp", "tanh", "sigmoid", "sqrt", "rsqrt", "relu"}
 
 
 def apply_fn(name, x, op=None, category="activation"):
@@ -287,7 +319,8 @@ def apply_fn(name, x, op=None, category="activation"):
         return [np.asarray(g[0], dtype=object) * _DERIVATIVES[name](A, Y)]
 
     return record(Y, dtype, op or name, category, (x,),
-                  vjp if name in _DERIVATIVES else None)
+                  vjp if name in _DERIVATIVES else None,
+                  saved=(SAVED_RESULT if name in _SAVES_RESULT else x,))
 
 
 def _where_array(c, a, b):
@@ -320,6 +353,13 @@ def _concrete_index(index, op):
     if a.dtype == object:
         raise Unsupported(f"{op} with symbolic indices")
     return a.astype(np.int64)
+
+
+class _VersionCounter:
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
 
 
 class Tensor:
@@ -376,14 +416,43 @@ class Tensor:
         self._node = value._node
         self.dtype = value.dtype
 
-    data = property(lambda self: self, _set_data)
+    def _get_data(self):
+        """`t.data`: the same storage (a write through it changes t), outside
+        autograd (no history, no grad) and with its own version counter, so
+        autograd does not see writes through it, as in PyTorch."""
+        alias = Tensor(self._a, self.dtype, self._node)
+        alias._data_of = self
+        return alias
+
+    data = property(_get_data, _set_data)
+
+    def _version_counter(self):
+        """Shared by a tensor, its views and its detach()ed aliases; every
+        in-place write bumps it, and a saved tensor whose version moved
+        before the backward read it is PyTorch's in-place error."""
+        counter = self.__dict__.get("_vc")
+        if counter is None:
+            counter = self._vc = _VersionCounter()
+        return counter
+
+    _version = property(lambda self: self._version_counter().value)
+
+    def _bump_version(self):
+        self._version_counter().value += 1
+
     @property
     def layout(self):
         from torch import strided
         return strided
 
     def is_contiguous(self, memory_format=None):
-        return True
+        """Row-major with no gaps, as numpy's view structure says: views
+        (transpose, narrow along an inner dim, expand) are not, as in
+        PyTorch. Only the default (row-major) memory format is modelled."""
+        from . import contiguous_format
+        _tracing.only("is_contiguous", "memory_format", memory_format,
+                      None, contiguous_format)
+        return _py_bool(self._a.flags.c_contiguous)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -424,16 +493,51 @@ class Tensor:
         return builtins.int(self.item())
 
     # ---- conversions ----------------------------------------------------
-    def to(self, *args, **kwargs):
-        dt = kwargs.get("dtype")
+    @_tracing.no_effect(device="every stand-in tensor is on the one device",
+                        non_blocking="copies are synchronous here")
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False,
+           memory_format=None):
+        """to(dtype), to(device, dtype), to(other): itself when nothing
+        changes and copy is False, else a new tensor."""
+        flags = []
         for a in args:
             if isinstance(a, _dtypes.dtype):
-                dt = a
-        return self if dt is None or dt is self.dtype else self.type(dt)
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, _py_bool):
+                flags.append(a)  # to(dtype, non_blocking, copy)
+            elif not isinstance(a, (str, builtins.int, device)):
+                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        if len(flags) > 1:
+            copy = flags[1]
+        out = self if dtype is None or dtype is self.dtype else self.type(dtype)
+        if memory_format is not None:
+            from . import contiguous_format, preserve_format
+            _tracing.only("to", "memory_format", memory_format, contiguous_format,
+                          preserve_format)
+            if memory_format is contiguous_format and not out.is_contiguous():
+                return out._copy("to", contiguous_format)
+        return out._copy("to", None) if copy and out is self else out
 
-    def type(self, dtype=None):
+    _TYPE_NAMES = {"torch.cuda.FloatTensor": "float32", "torch.cuda.HalfTensor": "float16",
+                   "torch.cuda.BFloat16Tensor": "bfloat16", "torch.cuda.DoubleTensor": "float64",
+                   "torch.cuda.LongTensor": "int64", "torch.cuda.IntTensor": "int32",
+                   "torch.cuda.BoolTensor": "bool", "torch.FloatTensor": "float32",
+                   "torch.HalfTensor": "float16", "torch.LongTensor": "int64"}
+
+    @_tracing.no_effect(non_blocking="copies are synchronous here")
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        _tracing.no_kwargs("Tensor.type", kwargs)
         if dtype is None:
-            return "torch.cuda.FloatTensor"
+            names = {v: k for k, v in Tensor._TYPE_NAMES.items() if "cuda" in k}
+            return names.get(self.dtype.name, f"torch.cuda.{self.dtype.name}")
+        if isinstance(dtype, str):
+            if dtype not in Tensor._TYPE_NAMES:
+                _tracing.unmodelled(f"Tensor.type({dtype!r})")
+            dtype = getattr(_dtypes, Tensor._TYPE_NAMES[dtype])
+        if dtype is self.dtype:
+            return self
         if dtype.is_floating_point:
             return record(self._a.astype(object), dtype, "to", "elementwise",
                           (self,), lambda g: [g[0]] if self.dtype.is_floating_point
@@ -459,17 +563,55 @@ class Tensor:
     int = lambda self: self.to(_dtypes.int32)  # noqa: E731
     bool = lambda self: self.to(_dtypes.bool)  # noqa: E731
 
-    def cuda(self, *a, **k):
+    @_tracing.no_effect(device="every stand-in tensor is on the one device",
+                        non_blocking="copies are synchronous here",
+                        memory_format="a CUDA tensor moved to CUDA is itself",
+                        function="every stand-in tensor is already a CUDA tensor")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """Every stand-in tensor is a CUDA tensor: moving one there is itself."""
         return self
 
-    cpu = contiguous = pin_memory = cuda
+    @_tracing.no_effect(non_blocking="copies are synchronous here",
+                        device="pinned memory has no device of its own here")
+    def cpu(self, memory_format=None, non_blocking=False, device=None):
+        """A CUDA tensor brought to the host is a copy: writing into it
+        leaves the original as it is."""
+        return self._copy("cpu", memory_format)
+
+    pin_memory = cpu
+
+    def contiguous(self, memory_format=None):
+        """Itself when already contiguous, else a contiguous copy (writing
+        into the copy leaves the original and its saved values alone)."""
+        from . import contiguous_format
+        _tracing.only("contiguous", "memory_format", memory_format,
+                      None, contiguous_format)
+        return self if self.is_contiguous() else self._copy("contiguous", contiguous_format)
+
+    def _copy(self, op, memory_format):
+        """A differentiable copy in new storage; `preserve_format` keeps the
+        strides of a dense tensor (so a transposed copy stays transposed)."""
+        from . import contiguous_format, preserve_format
+        _tracing.only(op, "memory_format", memory_format,
+                      None, contiguous_format, preserve_format)
+        order = "C" if memory_format is contiguous_format else "K"
+        return record(np.array(self._a, copy=True, order=order), self.dtype, op, "view",
+                      (self,), lambda g: [g[0]])
 
     def detach(self):
-        return Tensor(self._a, self.dtype, self._node)
+        """The same storage and version counter, outside autograd."""
+        alias = Tensor(self._a, self.dtype, self._node)
+        alias._vc = self._version_counter()
+        return alias
+
+    def detach_(self):
+        if getattr(self, "_base", None) is not None:
+            _tracing.unmodelled("detach_() of a view")
+        self.requires_grad, self.grad_fn = False, None
+        return self
 
     def clone(self, memory_format=None):
-        return record(self._a.copy(), self.dtype, "clone", "view", (self,),
-                      lambda g: [g[0]])
+        return self._copy("clone", memory_format)
 
     def requires_grad_(self, flag=True):
         self.requires_grad = flag
@@ -492,18 +634,18 @@ class Tensor:
         return binary("sub", o, self, np.subtract, vjp=_vjp_sub)
 
     def __mul__(self, o):
-        return binary("mul", self, o, np.multiply, vjp=_vjp_mul)
+        return binary("mul", self, o, np.multiply, vjp=_vjp_mul, saved=_saves(self, o))
 
     def __rmul__(self, o):
-        return binary("mul", o, self, np.multiply, vjp=_vjp_mul)
+        return binary("mul", o, self, np.multiply, vjp=_vjp_mul, saved=_saves(o, self))
 
     def __truediv__(self, o):
         return binary("div", self, o, _true_divide,
-                      _result_dtype(self, o, 1.0), vjp=_vjp_div)
+                      _result_dtype(self, o, 1.0), vjp=_vjp_div, saved=_div_saves(self, o))
 
     def __rtruediv__(self, o):
         return binary("div", o, self, _true_divide,
-                      _result_dtype(self, o, 1.0), vjp=_vjp_div)
+                      _result_dtype(self, o, 1.0), vjp=_vjp_div, saved=_div_saves(o, self))
 
     def __floordiv__(self, o):
         return binary("floor_divide", self, o, np.floor_divide)
@@ -516,13 +658,15 @@ class Tensor:
                       lambda g: [-np.asarray(g[0], dtype=object)])
 
     def __pos__(self):
-        return self
+        """+t is a new tensor with t's values (PyTorch's positive())."""
+        return record(self._a, self.dtype, "positive", "elementwise", (self,),
+                      lambda g: [g[0]])
 
     def __abs__(self):
         A = _saved(self._a)
         return record(np.abs(A), self.dtype, "abs", "elementwise", (self,),
                       lambda g: [np.asarray(g[0], dtype=object) *
-                                 (2 * _positive(A) - 1)])
+                                 (2 * _positive(A) - 1)], saved=(self,))
 
     abs = __abs__
 
@@ -532,7 +676,7 @@ class Tensor:
         A = _saved(self._a)
         return record(A ** e, self.dtype, "pow", "elementwise", (self,),
                       lambda g: [np.asarray(g[0], dtype=object) * e *
-                                 np.asarray(A, dtype=object) ** (e - 1)])
+                                 np.asarray(A, dtype=object) ** (e - 1)], saved=(self,))
 
     pow = __pow__
 
@@ -736,6 +880,7 @@ class Tensor:
         return record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
                       "reduction", (self,))
 
+    @_tracing.no_effect(sparse_grad="the gradient's storage format, not its values")
     def gather(self, dim, index, sparse_grad=False):
         """out[i][j] = self[i][index[i][j]] (dim 1): data movement by
         concrete indices."""
@@ -832,11 +977,15 @@ class Tensor:
                 raise Unsupported("argsort of symbolic values: the order depends on the values")
             keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
         keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
+        if not stable and _has_ties(keys, d):
+            _tracing.unmodelled("argsort(stable=False) of equal keys (PyTorch may "
+                                "order them either way)")
         order = np.argsort(-keys if descending else keys, axis=d, kind="stable")
         return record(order.astype(np.int64), _dtypes.int64, "argsort", "reduction", (self,))
 
+    @_tracing.no_effect(function="a memory-allocator hint", stream="see function")
     def record_stream(self, stream):
-        pass  # a memory-allocator hint: values are not affected
+        pass
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The k largest (smallest) elements along `dim` and their indices.
@@ -851,22 +1000,31 @@ class Tensor:
             keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
         keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
         order = np.argsort(-keys if largest else keys, axis=d, kind="stable")
+        if not sorted and int(k) > 1:
+            _tracing.unmodelled("topk(sorted=False) (the order of the picked elements "
+                                "is unspecified)")
+        if _has_ties(np.take_along_axis(keys, order, axis=d), d, at=int(k)):
+            _tracing.unmodelled("topk where equal keys straddle the k-th place "
+                                "(PyTorch may pick either)")
         picked = np.take(order, np.arange(int(k)), axis=d)
         values = _movement("topk", "view",
                            lambda a: np.take_along_axis(a, picked, axis=d), (self,))
         indices = record(picked.astype(np.int64), _dtypes.int64, "topk", "reduction", (self,))
         return _ValuesIndices(values, indices)
 
-    def norm(self, p=2, dim=None, keepdim=False):
-        return (self * self).sum(dim, keepdim).sqrt()
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The 2-norm (Frobenius); other orders are not modelled."""
+        _tracing.only("norm", "p", p, "fro", 2, 2.0)
+        x = self if dtype is None else self.to(dtype)
+        return (x * x).sum(dim, keepdim).sqrt()
 
     def softmax(self, dim, dtype=None):
         from .nn import functional as F
-        return F.softmax(self, dim)
+        return F.softmax(self if dtype is None else self.to(dtype), dim)
 
     def log_softmax(self, dim, dtype=None):
         from .nn import functional as F
-        return F.log_softmax(self, dim)
+        return F.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     # ---- views and shapes ------------------------------------------------------
     def _view(self, op, fn):
@@ -886,9 +1044,17 @@ class Tensor:
 
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], _dtypes.dtype):
-            return self
+            if shape[0] is not self.dtype:
+                _tracing.unmodelled(f"view({shape[0]}) of a {self.dtype} tensor "
+                                    "(a reinterpretation of its bits)")
+            return self._view("view", lambda a: a)
         shape = _shape_args(shape)
-        return self._view("view", lambda a: a.reshape(shape))
+        out = self._view("view", lambda a: a.reshape(shape))
+        if out._base is None and self._a.size > 1:
+            raise RuntimeError("view size is not compatible with input tensor's size "
+                               "and stride (at least one dimension spans across two "
+                               "contiguous subspaces). Use .reshape(...) instead.")
+        return out
 
     def reshape(self, *shape):
         shape = _shape_args(shape)
@@ -1019,11 +1185,15 @@ class Tensor:
     def _overwrite(self, result):
         base = getattr(self, "_base", None)
         target = self if base is None else base
-        if getattr(target, "_is_parameter", False) and _tracing.state.building:
+        owner = getattr(target, "_data_of", None)  # t.data's storage is t's
+        if (getattr(target, "_is_parameter", False) or
+                getattr(owner, "_is_parameter", False)) and _tracing.state.building:
             # Initialising a Parameter while the entry builds the model
             # (zero_, fill_, copy_): a proof covers every value of the
             # weights, so it keeps its own. Writes in the forward are real.
             return self
+        result = self._as_own_dtype(result)
+        self._bump_version()
         tracked = _autograd.GradMode.enabled and (
             result.requires_grad or target.requires_grad)
         if tracked and base is not None and getattr(self, "_view_fn", None) is not None:
@@ -1076,17 +1246,32 @@ class Tensor:
             view.grad_fn = fresh_view.grad_fn
             view._output_nr = 0
 
+    def _as_own_dtype(self, result):
+        """An in-place result is stored in this tensor's format, as PyTorch
+        casts it (a float written into a bf16 buffer is a bf16 value); a
+        float result cannot be written into an integer tensor."""
+        if result.dtype is self.dtype:
+            return result
+        if result.dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(f"result type {result.dtype} can't be cast to the "
+                               f"desired output type {self.dtype}")
+        return result.to(self.dtype)
+
     def _inplace(self, op, *inputs):
         """Records the current storage as a new value of this tensor (used
         after a write autograd does not see, such as a collective)."""
+        self._bump_version()
         self._node = record(self._a, self.dtype, op, "elementwise", (self,) + inputs)._node
         return self
 
+    @_tracing.no_effect(non_blocking="copies are synchronous here")
     def copy_(self, src, non_blocking=False):
+        """Writes src's values in this tensor's format: a copy into a
+        narrower buffer is a narrowing (the comm-dtype rule sees it)."""
         shape = self._a.shape
         return self._overwrite(_movement(
             "copy_", "elementwise", lambda old, new: np.array(np.broadcast_to(new, shape)),
-            (self._old(), src)))
+            (self._old(), src), dtype=self.dtype))
 
     def add_(self, o, alpha=1):
         return self._overwrite(self._old() + (o * alpha if alpha != 1 else o))
@@ -1155,6 +1340,8 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False,
                  inputs=None):
+        if create_graph:
+            _tracing.unmodelled("backward(create_graph=True) (higher-order gradients)")
         if not self.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and "
                                "does not have a grad_fn")
@@ -1164,38 +1351,77 @@ class Tensor:
                                    "scalar outputs")
             from . import ones_like
             gradient = ones_like(self)
-        _autograd.backward(self, gradient)
+        _autograd.backward(self, gradient, retain_graph=_py_bool(retain_graph),
+                           inputs=inputs)
 
     def register_hook(self, hook):
-        self.__dict__.setdefault("_grad_hooks", []).append(hook)
-        return _RemovableHook(self._grad_hooks, hook)
+        """A leaf's hook runs on its whole gradient before it is accumulated;
+        another tensor's runs on its whole gradient before the backward of
+        the op that made it (PyTorch's tensor pre-hook on its grad_fn)."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't "
+                               "require gradient")
+        if self.grad_fn is None:
+            hooks = self.__dict__.setdefault("_grad_hooks", [])
+        else:
+            hooks = self.grad_fn.tensor_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHook(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         self.__dict__.setdefault("_post_accumulate_hooks", []).append(hook)
         return _RemovableHook(self._post_accumulate_hooks, hook)
 
     def retain_grad(self):
-        pass
+        """A non-leaf's .grad is filled by the backward, after its hooks."""
+        if self.grad_fn is None:
+            return  # a leaf keeps its gradient anyway
+        if getattr(self, "_retains_grad", False):
+            return
+        self._retains_grad = True
+        target = weakref.ref(self)
 
-    def new_zeros(self, *shape, size=None, dtype=None, **k):
+        def keep(grad):
+            t = target()
+            if t is not None:
+                t.grad = grad if t.grad is None else t.grad + grad
+        keep._retains_grad = True
+        self.grad_fn.tensor_hooks.setdefault(self._output_nr, []).append(keep)
+
+    retains_grad = property(lambda self: getattr(self, "_retains_grad", False))
+
+    def new_zeros(self, *shape, size=None, dtype=None, **kwargs):
         from . import zeros
-        return zeros(*(shape or (size,)), dtype=dtype or self.dtype)
+        return zeros(*(shape or (size,)), dtype=dtype or self.dtype, **kwargs)
 
-    def new_ones(self, *shape, size=None, dtype=None, **k):
+    def new_ones(self, *shape, size=None, dtype=None, **kwargs):
         from . import ones
-        return ones(*(shape or (size,)), dtype=dtype or self.dtype)
+        return ones(*(shape or (size,)), dtype=dtype or self.dtype, **kwargs)
 
-    def new_empty(self, *shape, size=None, dtype=None, **k):
+    def new_empty(self, *shape, size=None, dtype=None, **kwargs):
         from . import empty
-        return empty(*(shape or (size,)), dtype=dtype or self.dtype)
+        return empty(*(shape or (size,)), dtype=dtype or self.dtype, **kwargs)
 
     def outer(self, other):
         from . import outer
         return outer(self, other)
 
-    def new_tensor(self, data, dtype=None, **k):
+    def new_tensor(self, data, dtype=None, **kwargs):
         from . import tensor
-        return tensor(data, dtype=dtype or self.dtype)
+        return tensor(data, dtype=dtype or self.dtype, **kwargs)
+
+
+def _has_ties(keys, dim, at=None):
+    """Whether equal keys sit next to each other along `dim` of sorted keys
+    (`at`: only between places at-1 and at)."""
+    ordered = np.sort(keys, axis=dim)
+    n = ordered.shape[dim]
+    if at is not None:
+        if at >= n:
+            return False
+        return _py_bool(np.any(np.take(ordered, at - 1, axis=dim) ==
+                               np.take(ordered, at, axis=dim)))
+    return _py_bool(np.any(np.diff(ordered, axis=dim) == 0))
 
 
 class _ValuesIndices(tuple):
@@ -1343,7 +1569,8 @@ def matmul(a, b):
             gy = gy[..., :, 0]
         return [_unbroadcast(gx, X.shape), _unbroadcast(gy, Y.shape)]
 
-    return record(out, _result_dtype(a, b), "matmul", "matmul", (a, b), vjp)
+    return record(out, _result_dtype(a, b), "matmul", "matmul", (a, b), vjp,
+                  saved=_saves(a, b))
 
 
 def split(t, split_size, dim=0):

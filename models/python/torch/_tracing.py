@@ -20,6 +20,8 @@ class State:
         self.param_counter = 0
         self.building = False  # inside the entry: the model is being built
         self.module_boundaries = False  # the model's forward: record module calls
+        self.gaps = []  # (what, file, line) of every Unsupported raised
+        self.per_run = {}  # other stand-in modules' state of one run (global module hooks)
 
 
 state = State()
@@ -31,6 +33,8 @@ def reset(root):
     state.param_counter = 0
     state.building = False
     state.module_boundaries = False
+    state.gaps = []
+    state.per_run = {}
 
 
 def _is_runtime(filename):
@@ -89,9 +93,50 @@ def next_param_index():
     return k
 
 
-class Unsupported(Exception):
+class Unsupported(BaseException):
     """Valid code that shardproof does not model: the obligation becomes
-    "could not prove", never "proved"."""
+    "could not prove", never "proved". A BaseException, so that the analysed
+    code's `except Exception:` cannot swallow it, and every one raised is
+    also remembered in `state.gaps`: a run that caught one anyway (a bare
+    `except:`) still ends "could not prove"."""
+
+    def __init__(self, what):
+        super().__init__(what)
+        file, line, _, _ = location()
+        state.gaps.append((what, file, line))
+
+
+def unmodelled(what):
+    """Stops the trace here: `what` has no modelled semantics."""
+    raise Unsupported(f"{what} is not modelled")
+
+
+def no_kwargs(op, kwargs):
+    """Keyword arguments a function takes only to reject: any given one is a
+    gap, never silently ignored."""
+    if kwargs:
+        names = ", ".join(f"{k}=" for k in sorted(kwargs))
+        raise Unsupported(f"{op}() with {names} is not modelled")
+
+
+def only(op, name, value, *accepted):
+    """A parameter modelled at the values `accepted` only (compared with ==
+    or `is`); any other value is a gap."""
+    for a in accepted:
+        if value is a or (type(value) is type(a) and value == a):
+            return
+    raise Unsupported(f"{op}() with {name}={value!r} is not modelled")
+
+
+def no_effect(**reasons):
+    """Declares parameters that cannot change any value shardproof models
+    (device placement, memory pinning, stream hints), each with the reason;
+    the surface test (tests/surface) accepts them unused. With `function=`,
+    the whole function is a deliberate no-op."""
+    def mark(fn):
+        fn.__dict__.setdefault("_no_effect", {}).update(reasons)
+        return fn
+    return mark
 
 
 SymbolicControlFlow = _sp.SymbolicControlFlow
