@@ -195,3 +195,44 @@ def _grad_accumulator_hook(x):
 
 
 CASES["grad_accumulator_hook"] = ([(3,)], _grad_accumulator_hook)
+
+
+# ---- aliasing, requires_grad, extremes (lead) ------------------------------
+# Each case is also checked for aliasing (does writing into the result change
+# the input?) and for whether its result requires grad.
+def _ties(x, first):
+    both = torch.cat([x, x.detach()], dim=1)  # every maximum is tied
+    return both.max(dim=1)[0] if first else both.amax(dim=1)
+
+
+def _stable_softmax(x):
+    e = torch.exp(x - x.max(dim=-1, keepdim=True)[0])
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+CASES.update({
+    "alias_view": ([(2, 3)], lambda x: x.view(3, 2)),
+    "alias_reshape": ([(2, 3)], lambda x: x.reshape(-1)),
+    "copy_reshape_of_transpose": ([(2, 3)], lambda x: x.t().reshape(-1)),
+    "alias_transpose": ([(2, 3)], lambda x: x.t()),
+    "alias_flatten_unsqueeze": ([(2, 3)], lambda x: x.unsqueeze(0).flatten()),
+    "alias_narrow_select_slice": ([(3, 4)], lambda x: x[1:, :2].narrow(1, 1, 1).select(0, 1)),
+    "copy_advanced_index": ([(3, 4)], lambda x: x[[0, 2]]),
+    "error_expand": ([(1, 3)], lambda x: x.expand(2, 3)),
+    "alias_contiguous": ([(2, 3)], lambda x: x.contiguous()),
+    "copy_contiguous_of_transpose": ([(2, 3)], lambda x: x.t().contiguous()),
+    "copy_clone": ([(2, 3)], lambda x: x.clone()),
+    "alias_to_same_dtype": ([(2, 3)], lambda x: x.to(torch.float64)),
+    "copy_to_copy": ([(2, 3)], lambda x: x.to(torch.float64, copy=True)),
+    "alias_detach": ([(2, 3)], lambda x: x.detach()),
+    "alias_data": ([(2, 3)], lambda x: x.data),
+    "no_grad_through_data": ([(2, 3)], lambda x: x.data * 2 + x.detach()),
+    "alias_chunk": ([(4, 2)], lambda x: x.chunk(2)[1]),
+    "amax_grad": ([(3, 4)], lambda x: x.amax(dim=1) * 2),
+    "max_dim_grad": ([(3, 4)], lambda x: x.max(dim=0, keepdim=True)[0] * 3),
+    "max_full_grad": ([(3, 4)], lambda x: x.max() * x),
+    "min_dim_grad": ([(3, 4)], lambda x: x.min(-1)[0] + x.amin(0).sum()),
+    "amax_ties_split_evenly": ([(2, 3)], lambda x: _ties(x, first=False)),
+    "max_dim_ties_first": ([(2, 3)], lambda x: _ties(x, first=True)),
+    "softmax_shifted_by_max": ([(2, 4)], _stable_softmax),
+})

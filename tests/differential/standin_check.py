@@ -19,10 +19,11 @@ def close(a, b):
 
 
 def check(name, shapes, fn, ref):
-    inputs = [torch.randn(*s).requires_grad_() for s in shapes]
+    inputs = [torch.randn(*s, dtype=torch.float64).requires_grad_() for s in shapes]
     out = fn(*inputs)
     cot = torch.tensor(ref["cotangent"]).reshape(ref["cotangent_shape"])
-    (out * cot).sum().backward()
+    if out.requires_grad:
+        (out * cot).sum().backward()
     variables = [t for x in inputs for t in x._a.ravel().tolist()]
     values = [v for vals in ref["inputs"] for v in vals]
 
@@ -34,11 +35,35 @@ def check(name, shapes, fn, ref):
         problems.append(f"output shape {list(out.shape)} != {ref['cotangent_shape']}")
     elif not close(value(out._a.ravel().tolist()), ref["output"]):
         problems.append("output values differ")
+    if out.requires_grad != ref["requires_grad"]:
+        problems.append(f"requires_grad {out.requires_grad}, PyTorch's {ref['requires_grad']}")
+    aliasing = _aliasing(fn, shapes)
+    if aliasing != ref["aliasing"]:
+        problems.append(f"writing into the result: {aliasing}, PyTorch's {ref['aliasing']}")
     for k, (x, want) in enumerate(zip(inputs, ref["grads"])):
         got = value(x.grad._a.ravel().tolist()) if x.grad is not None else [0.0] * len(want)
         if not close(got, want):
             problems.append(f"gradient of input {k} differs: {got[:4]} vs {want[:4]}")
     return problems
+
+
+def _aliasing(fn, shapes):
+    """As torch_reference._aliasing: does an in-place write into the result
+    change an input? ("alias", "copy" or "error")."""
+    fresh = [torch.randn(*shape, dtype=torch.float64).requires_grad_() for shape in shapes]
+    before = [x._a.ravel().tolist() for x in fresh]
+    out = fn(*fresh)
+    with torch.no_grad():
+        try:
+            out.add_(1.0)
+        except (RuntimeError, ValueError):  # numpy refuses a write into a broadcast
+            return "error"
+    changed = any(_sp_ids(x._a.ravel().tolist()) != _sp_ids(b) for x, b in zip(fresh, before))
+    return "alias" if changed else "copy"
+
+
+def _sp_ids(values):
+    return [v.id if isinstance(v, _sp.Term) else v for v in values]
 
 
 def main(ref_path):

@@ -13,6 +13,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cases import CASES  # noqa: E402
 
 
+def _aliasing(fn, inputs):
+    """Whether writing into the result (in place, outside autograd) changes
+    an input: "alias", "copy", or "error" when PyTorch refuses the write."""
+    fresh = [x.detach().clone().requires_grad_() for x in inputs]
+    before = [x.detach().clone() for x in fresh]
+    out = fn(*fresh)
+    with torch.no_grad():
+        try:
+            out.add_(1.0)
+        except RuntimeError:
+            return "error"
+    return "alias" if any(not torch.equal(a.detach(), b) for a, b in zip(fresh, before)) \
+        else "copy"
+
+
 def main(out_path):
     rng = np.random.default_rng(2024)
     results = {}
@@ -21,8 +36,12 @@ def main(out_path):
                                requires_grad=True) for s in shapes]
         out = fn(*inputs)
         cot = torch.tensor(rng.uniform(-2, 2, size=tuple(out.shape)), dtype=torch.float64)
-        (out * cot).sum().backward()
+        if out.requires_grad:
+            (out * cot).sum().backward()
+        aliasing = _aliasing(fn, inputs)
         results[name] = {
+            "requires_grad": out.requires_grad,
+            "aliasing": aliasing,
             "inputs": [x.detach().numpy().ravel().tolist() for x in inputs],
             "cotangent": cot.numpy().ravel().tolist(),
             "cotangent_shape": list(out.shape),

@@ -844,24 +844,52 @@ class Tensor:
                       "reduction", (self,))
 
     def amax(self, dim=None, keepdim=False):
-        return self._reduce("amax", _object_max, dim, keepdim)
+        return self._extreme("amax", dim, keepdim, largest=True)
 
     def amin(self, dim=None, keepdim=False):
-        return self._reduce("amin", _object_min, dim, keepdim)
+        return self._extreme("amin", dim, keepdim, largest=False)
 
     def max(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return maximum(self, dim)
         if dim is None:
             return self.amax()
-        return _ValuesIndices(self.amax(dim, keepdim), self._arg(np.argmax, dim, keepdim))
+        return _ValuesIndices(self._extreme("max", dim, keepdim, largest=True, first=True),
+                              self._arg(np.argmax, dim, keepdim))
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return minimum(self, dim)
         if dim is None:
             return self.amin()
-        return _ValuesIndices(self.amin(dim, keepdim), self._arg(np.argmin, dim, keepdim))
+        return _ValuesIndices(self._extreme("min", dim, keepdim, largest=False, first=True),
+                              self._arg(np.argmin, dim, keepdim))
+
+    def _extreme(self, op, dim, keepdim, largest, first=False):
+        """max/min values. Their gradient goes, as PyTorch's, to the elements
+        equal to the extreme: split evenly among ties (amax, amin, a full
+        max), or to the first of them (max/min along a dim, with its index).
+        A gradient that is identically zero (the extreme used only as a
+        softmax shift) stays zero."""
+        fold = _object_max if largest else _object_min
+        axes, A = self._axes(dim), _saved(self._a)
+
+        def vjp(grads):
+            g = np.asarray(grads[0], dtype=object)
+            if _all_zero(g):
+                return [np.zeros(A.shape, dtype=object)]
+            M = np.asarray(fold(A, axis=axes, keepdims=True), dtype=object)
+            g = g.reshape(M.shape)
+            at = _bool_array(np.asarray((_GREATER_EQUAL if largest else _LESS_EQUAL)(
+                np.asarray(A, dtype=object), M)))
+            hit = np.asarray(_where_array(at, 1, 0), dtype=object)
+            if first:
+                hit = _first_along(hit, axes)
+            else:
+                hit = hit / np.asarray(hit.sum(axis=axes, keepdims=True), dtype=object)
+            return [g * hit]
+
+        return self._reduce(op, fold, dim, keepdim, vjp=vjp)
 
     def argmax(self, dim=None, keepdim=False):
         return self._arg(np.argmax, dim, keepdim)
@@ -1324,13 +1352,61 @@ class Tensor:
         from . import where
         return where(mask, value, self)
 
-    def normal_(self, mean=0.0, std=1.0, generator=None):
-        return self._reinit()
+    # ---- random fills (h5): keyed draws, see torch/random.py ----------------
+    def uniform_(self, low=0.0, to=1.0, *, generator=None, **kwargs):
+        low = kwargs.pop("from", low)  # PyTorch's name, a keyword in Python
+        _tracing.no_kwargs("Tensor.uniform_", kwargs)
+        if low > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but "
+                               f"found from={low} > to={to}")
+        from . import random
+        return random.fill_(self, "uniform_",
+                            lambda u: low + (to - low) * random.unit_uniform(u), generator)
 
-    uniform_ = normal_
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        from . import random
+        return random.fill_(self, "normal_", lambda u: mean + std * u, generator)
 
-    def _reinit(self, *a, **k):
-        """init functions make a plain tensor symbolic; a Parameter already is."""
+    def exponential_(self, lambd=1.0, *, generator=None):
+        if not lambd > 0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        from . import random
+        return random.fill_(
+            self, "exponential_",
+            lambda u: _sp.apply("log", 1 - random.unit_uniform(u)) * (-1.0 / lambd),
+            generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        from . import random
+        return self._overwrite(random.bernoulli_probabilities(self, p, "bernoulli_",
+                                                              generator))
+
+    def bernoulli(self, p=None, *, generator=None):
+        from . import random
+        return random.bernoulli(self, p, generator=generator)
+
+    def random_(self, *args, **kwargs):
+        _tracing.unmodelled("Tensor.random_ (random integers)")
+
+    def cauchy_(self, *args, **kwargs):
+        _tracing.unmodelled("Tensor.cauchy_")
+
+    def log_normal_(self, *args, **kwargs):
+        _tracing.unmodelled("Tensor.log_normal_")
+
+    def geometric_(self, *args, **kwargs):
+        _tracing.unmodelled("Tensor.geometric_")
+
+    def _reinit(self, generator=None):
+        """A torch.nn.init initialiser: in the entry, see _reinit_symbolic (the
+        generator moves on as the draw would move it); later, not modelled."""
+        from . import random
+        return random.fill_(self, "init", None, generator)
+
+    def _reinit_symbolic(self):
+        """Initialisation makes a plain tensor symbolic; a Parameter already is."""
         from .nn.parameter import Parameter
         if not isinstance(self, Parameter):
             self._a[...] = fresh(self.shape, self.dtype, "init")._a
@@ -1409,6 +1485,22 @@ class Tensor:
     def new_tensor(self, data, dtype=None, **kwargs):
         from . import tensor
         return tensor(data, dtype=dtype or self.dtype, **kwargs)
+
+
+def _all_zero(a):
+    return all((isinstance(v, _sp.Term) and v.is_const and float(v) == 0) or
+               (not isinstance(v, _sp.Term) and v == 0) for v in a.ravel())
+
+
+def _first_along(hit, axis):
+    """0/1 marks kept only where no earlier mark precedes along `axis`."""
+    hit = np.moveaxis(np.array(hit, dtype=object, copy=True), axis, 0)
+    none_before = np.ones(hit.shape[1:], dtype=object)
+    for i in range(hit.shape[0]):
+        mark = hit[i]
+        hit[i] = mark * none_before
+        none_before = none_before * (1 - mark)
+    return np.moveaxis(hit, 0, axis)
 
 
 def _has_ties(keys, dim, at=None):
