@@ -236,3 +236,110 @@ CASES.update({
     "max_dim_ties_first": ([(2, 3)], lambda x: _ties(x, first=True)),
     "softmax_shifted_by_max": ([(2, 4)], _stable_softmax),
 })
+
+
+# ---- custom Functions, saved tensors, hooks (lead) -------------------------
+class _SavesInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * g * x
+
+
+def _saved_then_written(x):
+    y = x * 1.0
+    out = _SavesInput.apply(y)
+    y.add_(1.0)  # PyTorch: modified by an inplace operation
+    return out
+
+
+def _copy_of_saved_written(x):
+    y = (x * 1.0).t()
+    out = _SavesInput.apply(y)
+    buf = y.contiguous()  # a copy: writing it leaves the saved tensor alone
+    buf.mul_(3.0)
+    return out.t() + buf.t()
+
+
+class _DoublesInPlace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2.0)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def _mark_dirty(x):
+    y = x * 1.0
+    out = _DoublesInPlace.apply(y)
+    return out * y + x  # y is out: it carries the Function's history
+
+
+class _WithIndex(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        marks = (x > 0).to(x.dtype)
+        ctx.mark_non_differentiable(marks)
+        return x * 3.0, marks
+
+    @staticmethod
+    def backward(ctx, g, g_marks):
+        return g * 3.0
+
+
+class _TooFewGradients(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _hook_once(x):
+    y = x * 2.0
+    y.register_hook(lambda g: g * g)  # nonlinear: runs once, on the whole gradient
+    return y * y + y
+
+
+def _retain_grad(x):
+    y = x * 2.0
+    y.retain_grad()
+    (y * y).sum().backward(retain_graph=True)
+    return x * y.grad.detach()
+
+
+CASES.update({
+    "saved_tensor_written_in_place": ([(2, 3)], _saved_then_written),
+    "builtin_saved_tensor_written": ([(2, 3)], lambda x: _builtin_saved_written(x)),
+    "exp_result_written": ([(3,)], lambda x: _exp_result_written(x)),
+    "contiguous_copy_of_saved_written": ([(2, 3)], _copy_of_saved_written),
+    "mark_dirty": ([(2, 3)], _mark_dirty),
+    "mark_non_differentiable": ([(4,)], lambda x: _WithIndex.apply(x)[0] + _WithIndex.apply(x)[1]),
+    "backward_too_few_gradients": ([(3,), (3,)], _TooFewGradients.apply),
+    "tensor_hook_runs_once": ([(3,)], _hook_once),
+    "retain_grad": ([(3,)], _retain_grad),
+})
+
+
+def _builtin_saved_written(x):
+    y = x * 1.0
+    z = y * y  # mul saves y
+    y.add_(1.0)
+    return z
+
+
+def _exp_result_written(x):
+    y = x.exp()  # exp saves its result
+    y.add_(1.0)
+    return y

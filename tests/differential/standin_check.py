@@ -19,6 +19,8 @@ def close(a, b):
 
 
 def check(name, shapes, fn, ref):
+    if "raises" in ref:
+        return _check_raises(shapes, fn, ref)
     inputs = [torch.randn(*s, dtype=torch.float64).requires_grad_() for s in shapes]
     out = fn(*inputs)
     cot = torch.tensor(ref["cotangent"]).reshape(ref["cotangent_shape"])
@@ -45,6 +47,21 @@ def check(name, shapes, fn, ref):
         if not close(got, want):
             problems.append(f"gradient of input {k} differs: {got[:4]} vs {want[:4]}")
     return problems
+
+
+def _check_raises(shapes, fn, ref):
+    """PyTorch raised (an in-place write into a saved tensor, a backward
+    returning too few gradients): the stand-in must raise the same error."""
+    inputs = [torch.randn(*s, dtype=torch.float64).requires_grad_() for s in shapes]
+    try:
+        out = fn(*inputs)
+        if out.requires_grad:
+            out.sum().backward()
+    except Exception as e:
+        if type(e).__name__ == ref["raises"]:
+            return []
+        return [f"raised {type(e).__name__}: {e}, PyTorch {ref['raises']}: {ref['message']}"]
+    return [f"ran, but PyTorch raised {ref['raises']}: {ref['message']}"]
 
 
 def _aliasing(fn, shapes):

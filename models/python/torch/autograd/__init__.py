@@ -7,26 +7,58 @@ from .._tensor import Tensor, record
 
 class FunctionCtx:
     def __init__(self):
-        self.saved_tensors = ()
+        self._saved = ()  # (tensor, its version counter, version when saved)
         self.needs_input_grad = ()
         self.materialize_grads = True
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._node = None  # its autograd node, once the outputs have one
 
     def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
+        for k, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but "
+                                f"argument {k} is of type {type(t).__name__}")
+        self._saved = tuple(
+            (t, None, 0) if t is None else (t, t._version_counter(), t._version)
+            for t in tensors)
 
-    def mark_dirty(self, *a):
-        pass
+    @property
+    def saved_tensors(self):
+        """As PyTorch unpacks them: an error once freed, or when one was
+        written in place after it was saved."""
+        if self._node is not None and self._node.freed and self._saved:
+            raise RuntimeError(_autograd.SECOND_BACKWARD)
+        for t, counter, version in self._saved:
+            if counter is not None and counter.value != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been "
+                    f"modified by an inplace operation: [{t.dtype} {list(t.shape)}] is "
+                    f"at version {counter.value}; expected version {version} instead")
+        return tuple(t for t, _, _ in self._saved)
 
-    def mark_non_differentiable(self, *a):
-        pass
+    def mark_dirty(self, *tensors):
+        """The forward wrote into these inputs and returns them: the caller's
+        tensors themselves become the outputs, with this Function's history."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = tensors
 
     def set_materialize_grads(self, flag):
         self.materialize_grads = flag
 
 
+def _is_among(t, tensors):
+    return any(t is x for x in tensors)
+
+
 class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
+        if any(isinstance(v, Tensor) and v.requires_grad for v in kwargs.values()):
+            _tracing.unmodelled(f"{cls.__name__}.apply with a tensor that requires grad "
+                                "passed by keyword")
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
             isinstance(a, Tensor) and a.requires_grad for a in args)
@@ -35,28 +67,17 @@ class Function:
         outputs = out if isinstance(out, tuple) else (out,)
         name = "custom:" + cls.__name__
         inputs = tuple(a for a in args if isinstance(a, Tensor))
-        wrapped = [record(o._a, o.dtype, name, "custom", (o,) + inputs)
-                   if isinstance(o, Tensor) else o for o in outputs]
+        wrapped = [_wrap_output(o, ctx, name, inputs) if isinstance(o, Tensor) else o
+                   for o in outputs]
         if _autograd.requires_grad(args):
             loc = _tracing.location()
-
-            def vjp(grads):
-                grads = [g if g is not None or not ctx.materialize_grads else
-                         _zeros_like(o) for g, o in zip(grads, wrapped)]
-                result = cls.backward(ctx, *grads)
-                result = result if isinstance(result, tuple) else (result,)
-                # backward returns one gradient per forward argument
-                tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-                result = [_validate(cls, tensors.index(i) if i in tensors else i, a, g)
-                          for i, (a, g) in enumerate(zip(args, result))] + \
-                    list(result[len(args):])
-                return list(result) + [None] * (len(args) - len(result))
-
-            node = _autograd.GradNode(name, vjp, args, loc, len(wrapped),
-                                      takes_tensors=True)
+            node = _autograd.GradNode(name, _backward_of(cls, ctx, args, wrapped), args,
+                                      loc, len(wrapped), takes_tensors=True)
             for nr, o in enumerate(wrapped):
-                if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                if isinstance(o, Tensor) and o.dtype.is_floating_point and \
+                        not _is_among(o, ctx._non_differentiable):
                     o.requires_grad, o.grad_fn, o._output_nr = True, node, nr
+            ctx._node = node
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
     @staticmethod
@@ -66,6 +87,48 @@ class Function:
     @staticmethod
     def backward(ctx, *grads):
         raise NotImplementedError
+
+
+def _wrap_output(o, ctx, name, inputs):
+    """The tensor the caller gets for a forward output: the input itself
+    when the forward wrote into it and marked it dirty, else a new tensor on
+    the same storage (sharing its version counter, as a view would)."""
+    if _is_among(o, ctx._dirty):
+        if o.grad_fn is None and o.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                               "in-place operation.")
+        o._node = record(o._a, o.dtype, name, "custom", (o,) + inputs)._node
+        return o
+    wrapped = record(o._a, o.dtype, name, "custom", (o,) + inputs)
+    wrapped._vc = o._version_counter()
+    if _is_among(o, ctx._non_differentiable):
+        wrapped.requires_grad, wrapped.grad_fn = False, None
+    return wrapped
+
+
+def _backward_of(cls, ctx, args, wrapped):
+    """The node's VJP: the user's backward, with PyTorch's checks of what it
+    returns (one gradient per forward argument; None for non-tensors)."""
+    def vjp(grads):
+        grads = [g if g is not None or not ctx.materialize_grads else
+                 _zeros_like(o) for g, o in zip(grads, wrapped)]
+        result = cls.backward(ctx, *grads)
+        result = result if isinstance(result, tuple) else (result,)
+        extra = result[len(args):]
+        if len(result) < len(args) or any(g is not None for g in extra):
+            raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
+                               f"number of gradients (expected {len(args)}, got "
+                               f"{len(result)})")
+        tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        out = []
+        for i, (a, g) in enumerate(zip(args, result)):
+            if g is not None and not isinstance(a, Tensor):
+                raise RuntimeError(f"function {cls.__name__}Backward returned a gradient "
+                                   f"different than None at position {i + 1}, but the "
+                                   "corresponding forward input was not a Variable")
+            out.append(_validate(cls, tensors.index(i) if i in tensors else i, a, g))
+        return out
+    return vjp
 
 
 def _validate(cls, index, arg, grad):
@@ -91,12 +154,18 @@ def _zeros_like(t):
     return zeros_like(t) if isinstance(t, Tensor) else None
 
 
-def backward(tensors, grad_tensors=None, **kwargs):
-    tensors = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
-    grads = grad_tensors if isinstance(grad_tensors, (tuple, list)) else \
-        (grad_tensors,) * len(tensors)
-    for t, g in zip(tensors, grads):
-        t.backward(g)
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """One backward pass over the roots: several roots at once (one pass in
+    PyTorch, each leaf's hooks run once) are not modelled."""
+    tensors = list(tensors) if isinstance(tensors, (tuple, list)) else [tensors]
+    grad_tensors = grad_variables if grad_tensors is None else grad_tensors
+    grads = list(grad_tensors) if isinstance(grad_tensors, (tuple, list)) else \
+        [grad_tensors] * len(tensors)
+    if len(tensors) != 1:
+        _tracing.unmodelled(f"torch.autograd.backward of {len(tensors)} tensors at once")
+    tensors[0].backward(grads[0], retain_graph=retain_graph, create_graph=create_graph,
+                        inputs=inputs)
 
 
 def grad(*a, **k):
@@ -104,9 +173,16 @@ def grad(*a, **k):
     raise Unsupported("torch.autograd.grad (gradient obligations are not modelled yet)")
 
 
+def once_differentiable(fn):
+    """Marks a backward that is not itself differentiable: higher-order
+    gradients are not modelled anyway, so it runs as it is."""
+    return fn
+
+
 class function:  # torch.autograd.function.FunctionCtx lives here upstream
     FunctionCtx = FunctionCtx
     Function = Function
+    once_differentiable = staticmethod(once_differentiable)
 
 
 class _VariableMeta(type):
@@ -117,6 +193,7 @@ class _VariableMeta(type):
 class Variable(metaclass=_VariableMeta):
     """The deprecated wrapper: as in PyTorch, Variable(t) is t itself."""
 
+    @_tracing.no_effect(volatile="deprecated, and ignored by PyTorch itself")
     def __new__(cls, data, requires_grad=False, volatile=False):
         if requires_grad:
             data.requires_grad = True
