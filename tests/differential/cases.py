@@ -343,3 +343,142 @@ def _exp_result_written(x):
     y = x.exp()  # exp saves its result
     y.add_(1.0)
     return y
+
+
+# nn (h2) ---------------------------------------------------------------------
+# Losses, attention, the reductions and orderings independent modules use,
+# and module hooks (those torch 1.13 has: forward pre/post, full backward).
+_TARGETS = torch.tensor([1, 0, 3])
+
+
+def _sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
+    """F.scaled_dot_product_attention where torch has it (the stand-in);
+    under torch 1.13 PyTorch's documented math reference of it."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                              is_causal=is_causal, scale=scale)
+    L, S = q.size(-2), k.size(-2)
+    factor = 1 / (q.size(-1) ** 0.5) if scale is None else scale
+    bias = torch.zeros(L, S, dtype=q.dtype)
+    if is_causal:
+        bias = bias.masked_fill(torch.ones(L, S, dtype=torch.bool).tril().logical_not(),
+                                float("-inf"))
+    if attn_mask is not None:
+        bias = bias.masked_fill(attn_mask.logical_not(), float("-inf")) \
+            if attn_mask.dtype == torch.bool else attn_mask + bias
+    return torch.softmax(q @ k.transpose(-2, -1) * factor + bias, dim=-1) @ v
+
+
+class _Scale(torch.nn.Module):
+    def forward(self, x, y=None):
+        return x * (2.0 if y is None else y)
+
+
+def _module_hooks(x, y):
+    m = _Scale()
+    m.register_forward_pre_hook(lambda mod, args: (args[0] + 1.0,))
+    m.register_forward_hook(lambda mod, args, out: out * 3.0)
+    m.register_forward_hook(lambda mod, args, out: None)
+    # grad_input holds the positional inputs only; y (a keyword) is not in it.
+    m.register_full_backward_hook(lambda mod, gin, gout: (gin[0] * 10.0 + gout[0],))
+    return m(x, y=y) + m(y)
+
+
+def _backward_hook_tuple_output(x, y):
+    class Pair(torch.nn.Module):
+        def forward(self, a, b):
+            return a * b, a + b
+    m = Pair()
+    seen = []
+    m.register_full_backward_hook(lambda mod, gin, gout: seen.append(len(gin) + len(gout)))
+    p, q = m(x, y)
+    return p * q * (1.0 if seen == [] else 0.0)  # the hook runs in the backward only
+
+
+def _backward_hook_no_input_grad(x):
+    m = _Scale()
+    got = []
+    m.register_full_backward_hook(lambda mod, gin, gout: got.append(gin) or None)
+    return m(torch.ones(3, dtype=torch.float64)) * x
+
+
+def _global_forward_hook(x):
+    handle = torch.nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: out + 1.0)
+    with handle:
+        return _Scale()(x)
+
+
+def _relu_inplace(x):
+    y = x * 1.0
+    z = F.relu(y, inplace=True)
+    return z + y
+
+
+CASES.update({
+    "cross_entropy": ([(3, 4)], lambda x: F.cross_entropy(x, _TARGETS)),
+    "cross_entropy_weight_ignore_smoothing": ([(4, 3)], lambda x: F.cross_entropy(
+        x, torch.tensor([2, -100, 0, 1]), weight=torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64),
+        label_smoothing=0.1)),
+    "cross_entropy_reductions": ([(3, 4)], lambda x: F.cross_entropy(x, _TARGETS, reduction="none")
+                                 + F.cross_entropy(x, _TARGETS, reduction="sum", ignore_index=0)
+                                 + F.cross_entropy(x, _TARGETS, ignore_index=3,
+                                                   label_smoothing=0.3, reduction="none")),
+    "cross_entropy_probabilities": ([(2, 3), (2, 3)], lambda x, y: F.cross_entropy(
+        x, F.softmax(y, 1), label_smoothing=0.2) + F.cross_entropy(
+        x, F.softmax(y, 1), weight=torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64),
+        reduction="sum")),
+    "cross_entropy_k_dim": ([(2, 3, 2)], lambda x: F.cross_entropy(
+        x, torch.tensor([[0, 2], [1, 1]]), weight=torch.tensor([0.5, 1.0, 3.0], dtype=torch.float64))),
+    "cross_entropy_unbatched": ([(4,)], lambda x: F.cross_entropy(x, torch.tensor(2),
+                                                                 label_smoothing=0.25)),
+    "cross_entropy_module_legacy_flags": ([(3, 4)], lambda x: torch.nn.CrossEntropyLoss(
+        reduce=False)(x, _TARGETS) * torch.nn.CrossEntropyLoss(size_average=False)(x, _TARGETS)),
+    "nll_loss": ([(3, 4)], lambda x: F.nll_loss(F.log_softmax(x, 1), _TARGETS,
+                                               weight=torch.tensor([1.0, 2.0, 0.5, 1.5], dtype=torch.float64))
+                 + F.nll_loss(x, _TARGETS, reduction="sum", ignore_index=1)),
+    "one_hot": ([(3, 4)], lambda x: x * F.one_hot(torch.tensor([0, 3, 1]))
+                + x * F.one_hot(torch.tensor([2, 2, 0]), num_classes=4)),
+    "mse_l1_loss": ([(2, 3), (2, 3)], lambda x, y: F.mse_loss(x, y) + F.mse_loss(x, y, reduction="sum")
+                    + F.l1_loss(x, y) + torch.nn.L1Loss(reduction="sum")(x, torch.cat([x[:1].detach(), y[1:]]))
+                    + torch.nn.MSELoss()(x, y * 2)),
+    "l1_loss_none_broadcast": ([(2, 3), (3,)], lambda x, y: F.l1_loss(x, y.expand(2, 3),
+                                                                       reduction="none")),
+    "sdpa": ([(2, 3, 4), (2, 5, 4), (2, 5, 2)], lambda q, k, v: _sdpa(q, k, v)),
+    "sdpa_causal_scale": ([(2, 3, 4), (2, 3, 4), (2, 3, 2)],
+                          lambda q, k, v: _sdpa(q, k, v, is_causal=True, scale=0.3)),
+    "sdpa_bool_mask": ([(1, 3, 2), (1, 4, 2), (1, 4, 3)], lambda q, k, v: _sdpa(
+        q, k, v, attn_mask=torch.tensor([[True, False, True, False], [False, False, False, True],
+                                         [True, True, True, True]]))),
+    "sdpa_float_mask": ([(1, 2, 2), (1, 3, 2), (1, 3, 2)], lambda q, k, v: _sdpa(
+        q, k, v, attn_mask=torch.tensor([[0.5, -3.0, -1.0], [0.0, 0.25, 2.0]],
+                                        dtype=torch.float64))),
+    "logsumexp": ([(2, 3, 2)], lambda x: x.logsumexp(1) * 2
+                  + torch.logsumexp(x, (0, 2), keepdim=True).reshape(3, 1)[:2]),
+    "cumsum": ([(2, 3), (2, 3)], lambda x, y: x.cumsum(1) * y + torch.cumsum(x, 0)
+               + torch.tensor([[True, False, True], [True, True, False]]).cumsum(-1)),
+    "sort_concrete_keys": ([(2, 4)], lambda x: x.gather(1, torch.tensor(_ROWS).sort(1).indices)
+                           * torch.tensor(_ROWS).sort(descending=True, stable=True).values
+                           + x.index_select(1, torch.sort(torch.tensor([3.0, 1.0, 0.5, 2.0]))[1])),
+    "repeat_interleave": ([(2, 3)], lambda x: torch.cat([
+        x.repeat_interleave(2, dim=0).reshape(-1),
+        x.repeat_interleave(torch.tensor([1, 0, 2]), dim=1).reshape(-1),
+        torch.repeat_interleave(x, 2),
+        x[torch.repeat_interleave(torch.tensor([2, 1]))].reshape(-1)])),
+    "embedding_padding_idx": ([(5, 2)], lambda w: F.embedding(
+        torch.tensor([[1, 4], [1, 0]]), w, padding_idx=1) * 2
+        + torch.nn.functional.embedding(torch.tensor([3]), w, padding_idx=-2)),
+    "softmax_dtype_implicit_dim": ([(2, 3), (2, 2, 3)], lambda x, y: F.softmax(x, dtype=torch.float64)
+                                   + F.log_softmax(y, dtype=torch.float64)[0]
+                                   + torch.nn.Softmax()(y)[1]),
+    "pad_modes": ([(1, 2, 4), (2, 3)], lambda x, y: torch.cat([
+        F.pad(x, (2, 1), mode="reflect").reshape(-1), F.pad(y, (1, 2), mode="replicate").reshape(-1),
+        F.pad(x, (1, 3), mode="circular").reshape(-1), F.pad(y, (1, 0, 0, 2)).reshape(-1)])),
+    "gelu_bad_approximate": ([(3,)], lambda x: F.gelu(x, approximate="tan")),
+    "relu_inplace": ([(2, 3)], _relu_inplace),
+    "layer_norm_eps_no_affine": ([(2, 4)], lambda x: F.layer_norm(x, (4,), eps=1e-3)),
+    "module_hooks": ([(3,), (3,)], _module_hooks),
+    "backward_hook_tuple_output": ([(3,), (3,)], _backward_hook_tuple_output),
+    "backward_hook_no_input_grad": ([(3,)], _backward_hook_no_input_grad),
+    "global_forward_hook": ([(3,)], _global_forward_hook),
+})

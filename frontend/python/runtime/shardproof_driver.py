@@ -124,7 +124,9 @@ def _record_parameters(entry):
         dim = getattr(p, "partition_dim", -1)
         if not getattr(p, "tensor_model_parallel", dim >= 0):
             dim = -1
-        flat = p._a.ravel().tolist()
+        # A parameter DDP broadcast at construction holds rank 0's values; it
+        # is recorded by the values it was made with.
+        flat = getattr(p, "_shardproof_initial", p._a).ravel().tolist()
         for i, term in enumerate(flat):
             _sp.rename(term, f"{name}{_index(p._a.shape, i)}")
         file, line = getattr(p, "_origin", ("", 0))

@@ -469,3 +469,35 @@ from . import cuda, jit, autograd, nn, distributed, version, storage, serializat
 from . import compiler, library, optim  # noqa: E402,F401
 from .library import ops  # noqa: E402,F401
 from .autograd import Function  # noqa: E402,F401
+
+
+# ---- ops (h2) ---------------------------------------------------------------
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    result = input.logsumexp(dim, keepdim)
+    return result if out is None else _write_out(out, result)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    result = input.cumsum(dim, dtype=dtype)
+    return result if out is None else _write_out(out, result)
+
+
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    if out is not None:
+        _tracing.unmodelled("torch.sort(out=...)")
+    return input.sort(dim, descending, stable)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """torch.repeat_interleave(input, repeats, dim) or, with one argument,
+    the indices 0..n-1 each repeated repeats[i] times."""
+    if repeats is None:
+        from ._tensor import _concrete_index
+        counts = _concrete_index(input, "repeat_interleave")
+        if counts.ndim != 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if output_size is not None and output_size != int(counts.sum()):
+            raise RuntimeError("allocated size does not match required size")
+        return _concrete(np.repeat(np.arange(len(counts)), counts), _dtypes.int64,
+                         "repeat_interleave")
+    return input.repeat_interleave(repeats, dim, output_size=output_size)

@@ -233,7 +233,9 @@ def backward(root, gradient, retain_graph=False, inputs=None):
         only = None
     if root.grad_fn is None:
         if root.requires_grad:
-            _accumulate_leaf(root, gradient)
+            with _no_grad():
+                _accumulate_leaf(root, gradient)
+                _run_queued_callbacks()
         return
     slots = {id(root.grad_fn): [None] * root.grad_fn.num_outputs}
     slots[id(root.grad_fn)][root._output_nr] = gradient
@@ -285,9 +287,28 @@ def backward(root, gradient, retain_graph=False, inputs=None):
                     continue
                 slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
                 slot[nr] = g if slot[nr] is None else slot[nr] + g
+        _run_queued_callbacks()
     if not retain_graph:
         for node in order:
             node.freed = True
+
+
+def _queued_callbacks():
+    """PyTorch's Variable._execution_engine.queue_callback queue, per run (a
+    run that stopped mid-backward must not hand its callbacks to the next)."""
+    return _tracing.state.per_run.setdefault("autograd.queued_callbacks", [])
+
+
+def queue_callback(callback):
+    """Runs `callback` when the running backward ends, with grad mode off,
+    as the engine's final callbacks (DDP's gradient reduction)."""
+    _queued_callbacks().append(callback)
+
+
+def _run_queued_callbacks():
+    queue = _queued_callbacks()
+    while queue:
+        queue.pop(0)()
 
 
 def _run_tensor_hooks(node, grads):

@@ -1486,6 +1486,25 @@ class Tensor:
         from . import tensor
         return tensor(data, dtype=dtype or self.dtype, **kwargs)
 
+    # ---- ops for independent modules (h2) -------------------------------------
+    # Implemented in torch.nn.functional's shared helpers (torch.logsumexp
+    # and friends call the same ones).
+    def logsumexp(self, dim, keepdim=False):
+        from .nn import functional as F
+        return F._logsumexp(self, dim, keepdim)
+
+    def cumsum(self, dim, dtype=None):
+        from .nn import functional as F
+        return F._cumsum(self, dim, dtype)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        from .nn import functional as F
+        return F._sort(self, dim, descending, stable)
+
+    def repeat_interleave(self, repeats, dim=None, output_size=None):
+        from .nn import functional as F
+        return F._repeat_interleave(self, repeats, dim, output_size)
+
 
 def _all_zero(a):
     return all((isinstance(v, _sp.Term) and v.is_const and float(v) == 0) or

@@ -1,24 +1,7 @@
 from .parameter import Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
-from . import functional, init  # noqa: F401
-from .. import _tracing
-
-
-class _Parallel:
-    """torch.nn.parallel.DistributedDataParallel: a pass-through wrapper; the
-    gradient reduction it adds is modelled with gradients."""
-
-    class DistributedDataParallel(Module):
-        def __init__(self, module, *a, **k):
-            super().__init__()
-            self.module = module
-
-        def forward(self, *a, **k):
-            return self.module(*a, **k)
-
-
-parallel = _Parallel
+from . import functional, init, parallel  # noqa: F401
 
 
 def _module_package():
@@ -28,11 +11,20 @@ def _module_package():
     import sys
     import types
     from . import modules
-    layout = {"module": ("Module",), "linear": ("Linear", "Identity"),
+    layout = {"module": ("Module", "register_module_forward_pre_hook",
+                         "register_module_forward_hook",
+                         "register_module_full_backward_pre_hook",
+                         "register_module_full_backward_hook", "register_module_backward_hook",
+                         "register_module_buffer_registration_hook",
+                         "register_module_module_registration_hook",
+                         "register_module_parameter_registration_hook"),
+              "loss": ("MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss"),
+              "linear": ("Linear", "Identity"),
               "sparse": ("Embedding",), "normalization": ("LayerNorm",),
               "dropout": ("Dropout",), "container": (
                   "Sequential", "ModuleList", "ModuleDict", "ParameterList"),
-              "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax")}
+              "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax",
+                             "LogSoftmax")}
     modules.__path__ = []
     for sub, names in layout.items():
         view = types.ModuleType(f"{modules.__name__}.{sub}")

@@ -1,7 +1,13 @@
 """torch.nn.functional over the stand-in tensor."""
+import builtins
+import math
+
 import numpy as np
 
-from .._tensor import Tensor, apply_fn, matmul, relabel, _index, _movement
+import _shardproof as _sp
+
+from .. import _autograd, _dtypes, _tracing
+from .._tensor import Tensor, apply_fn, matmul, record, relabel, _index, _movement
 
 
 def linear(x, weight, bias=None):
@@ -10,15 +16,23 @@ def linear(x, weight, bias=None):
 
 
 def gelu(x, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, not {approximate!r}")
     return apply_fn("gelu_tanh" if approximate == "tanh" else "gelu", x, "gelu")
 
 
+def _result_of(x, out, inplace):
+    """An activation's result, written into x when inplace (every view of x
+    sees it, and x takes over its autograd history), as PyTorch's relu_."""
+    return x.copy_(out) if inplace else out
+
+
 def relu(x, inplace=False):
-    return apply_fn("relu", x)
+    return _result_of(x, apply_fn("relu", x), inplace)
 
 
 def silu(x, inplace=False):
-    return apply_fn("silu", x)
+    return _result_of(x, apply_fn("silu", x), inplace)
 
 
 def tanh(x):
@@ -34,22 +48,52 @@ def _softmax_parts(x, dim):
     return e, e.sum(dim, keepdim=True)
 
 
-def softmax(x, dim=-1, dtype=None, _stacklevel=3):
+def _softmax_input(x, dim, dtype):
+    """PyTorch's implicit dim (0 for 0-, 1- and 3-d inputs, else 1) and the
+    dtype the input is cast to first."""
+    if dim is None:
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return (x if dtype is None else x.to(dtype)), dim
+
+
+@_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
+def softmax(x, dim=None, _stacklevel=3, dtype=None):
     # exp(x - max) / sum equals exp(x) / sum over the reals: the shift is a
     # floating-point device, not part of the meaning.
+    x, dim = _softmax_input(x, dim, dtype)
     e, total = _softmax_parts(x, dim)
     return relabel(e / total, "softmax", "softmax", (x,))
 
 
-def log_softmax(x, dim=-1, dtype=None, _stacklevel=3):
+@_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
+def log_softmax(x, dim=None, _stacklevel=3, dtype=None):
+    x, dim = _softmax_input(x, dim, dtype)
     _, total = _softmax_parts(x, dim)
     return relabel(x - total.log(), "log_softmax", "softmax", (x,))
 
 
-def embedding(ids, weight, padding_idx=None, max_norm=None, **kwargs):
+def embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of weight by concrete ids; the padding row gets no gradient."""
+    if max_norm is not None:
+        _tracing.unmodelled(f"embedding(max_norm={max_norm}, norm_type={norm_type}) "
+                            "(renormalises the weight in place)")
+    _tracing.only("embedding", "scale_grad_by_freq", scale_grad_by_freq, False)
+    _tracing.only("embedding", "sparse", sparse, False)  # a sparse .grad
     key = _index(ids)
-    return _movement("embedding", "index", lambda i, w: w[key], (ids, weight),
+    rows = _movement("embedding", "index", lambda i, w: w[key], (ids, weight),
                      differentiable=(weight,), indices=(ids,))
+    if padding_idx is None:
+        return rows
+    n = weight.shape[0]
+    if not -n <= padding_idx < n:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    padded = np.asarray(key) == padding_idx % n
+    if not padded.any():
+        return rows
+    from .. import where
+    mask = Tensor(np.broadcast_to(padded[..., None], rows.shape).copy(), _dtypes.bool)
+    return relabel(where(mask, rows.detach(), rows), "embedding", "index", (ids, weight))
 
 
 def dropout(x, p=0.5, training=True, inplace=False):
@@ -59,6 +103,13 @@ def dropout(x, p=0.5, training=True, inplace=False):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be "
+                        "tuple of ints, not int")
+    if tuple(x.shape[x.ndim - len(normalized_shape):]) != tuple(normalized_shape):
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(x.shape)}")
     dims = tuple(range(-len(normalized_shape), 0))
     mean = x.mean(dims, keepdim=True)
     centered = x - mean
@@ -71,14 +122,353 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return relabel(out, "layer_norm", "elementwise", (x,))
 
 
-def pad(x, pad, mode="constant", value=0.0):
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(x, pad, mode="constant", value=None):
+    """Constant padding of any trailing dims; reflect / replicate / circular
+    of the last 1-3 dims of a batched or unbatched input, as PyTorch."""
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
+                           "number of dimensions of the input")
+    pad = [builtins.int(p) for p in pad]
+    if any(p < 0 for p in pad):
+        _tracing.unmodelled(f"pad with negative widths {pad} (cropping)")
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
         widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return _movement("pad", "view",
-                     lambda a, c: np.pad(a, widths, constant_values=c), (x, value),
-                     differentiable=(x,))
+    if mode == "constant":
+        fill = 0 if value is None else value
+        return _movement("pad", "view",
+                         lambda a, c: np.pad(a, widths, constant_values=c), (x, fill),
+                         differentiable=(x,))
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pad) // 2
+    if not k + 1 <= x.ndim <= k + 2:
+        _tracing.unmodelled(f"pad(mode={mode!r}) of {len(pad)} widths on a {x.ndim}-d input")
+    for d in range(k):
+        size, (lo, hi) = x.shape[x.ndim - 1 - d], widths[x.ndim - 1 - d]
+        if (mode == "reflect" and max(lo, hi) >= size) or \
+                (mode == "circular" and max(lo, hi) > size):
+            raise RuntimeError(f"Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({lo}, {hi}) at dimension "
+                               f"{x.ndim - 1 - d} of input {list(x.shape)}")
+    np_mode = _PAD_MODES[mode]
+    return _movement("pad", "view", lambda a: np.pad(a, widths, mode=np_mode), (x,))
 
 
 __all__ = ["linear", "gelu", "relu", "silu", "tanh", "sigmoid", "softmax",
            "log_softmax", "embedding", "dropout", "layer_norm", "pad", "Tensor"]
+
+
+# ---- losses ------------------------------------------------------------------
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _legacy_reduction(size_average, reduce):
+    """PyTorch's _Reduction.legacy_get_string: the deprecated flags."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "mean" if size_average and reduce else ("sum" if reduce else "none")
+
+
+def _reduction(size_average, reduce, reduction):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduced(losses, reduction):
+    return losses if reduction == "none" else (
+        losses.mean() if reduction == "mean" else losses.sum())
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    diff = input - target
+    return relabel(_reduced(diff * diff, reduction), "mse_loss", "reduction", (input, target))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    from .. import maximum
+    reduction = _reduction(size_average, reduce, reduction)
+    diff = input - target
+    # |d| as max(d, -d): its gradient at d = 0 is 0, as PyTorch's sign(0).
+    return relabel(_reduced(maximum(diff, -diff), reduction), "l1_loss", "reduction",
+                   (input, target))
+
+
+def _class_index_loss(log_p, target, weight, ignore_index, reduction, label_smoothing, op):
+    """nll_loss of log-probabilities (N, C, d...) or (C,) at concrete class
+    indices, with PyTorch's weights, ignored targets, label smoothing
+    (cross_entropy_loss_label_smoothing) and reductions."""
+    from .._tensor import _concrete_index
+    t = _concrete_index(target, op)
+    unbatched = log_p.ndim == 1
+    if unbatched:
+        if t.ndim != 0:
+            raise RuntimeError(f"{op}: an unbatched input of shape {list(log_p.shape)} "
+                               f"needs a 0-d target, got {list(t.shape)}")
+        log_p, t = log_p.unsqueeze(0), t.reshape(1)
+    n_classes = log_p.shape[1]
+    expected = (log_p.shape[0],) + tuple(log_p.shape[2:])
+    if tuple(t.shape) != expected:
+        raise ValueError(f"Expected target size {list(expected)}, got {list(t.shape)}")
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    ignored = t == ignore_index
+    wrong = ~ignored & ((t < 0) | (t >= n_classes))
+    if wrong.any():
+        raise IndexError(f"Target {int(t[wrong].ravel()[0])} is out of bounds.")
+    safe = np.where(ignored, 0, t)
+    keep = np.where(ignored, 0.0, 1.0)
+    picked = log_p.gather(1, np.expand_dims(safe, 1)).squeeze(1)
+    target_weight = keep if weight is None else weight[safe] * keep
+    losses = -(picked * target_weight)
+    if reduction == "mean":
+        denominator = target_weight.sum()
+        if not isinstance(denominator, Tensor) and denominator == 0:
+            _tracing.unmodelled(f"{op}(reduction='mean') where every target is ignored "
+                                "(PyTorch's 0/0 is nan)")
+    out = losses if reduction == "none" else losses.sum()
+    if reduction == "mean":
+        out = out / denominator
+    if label_smoothing > 0:
+        if weight is None:
+            smooth = -log_p.sum(1)
+        else:
+            smooth = -(log_p * weight.reshape((1, n_classes) + (1,) * (log_p.ndim - 2))).sum(1)
+        smooth = smooth * keep
+        if reduction != "none":
+            smooth = smooth.sum()
+        if reduction == "mean":
+            smooth = smooth / denominator
+        out = out * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+    return out.squeeze(0) if unbatched and reduction == "none" else out
+
+
+def _check_smoothing(label_smoothing):
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    out = _class_index_loss(input, target, weight, ignore_index, reduction, 0.0, "nll_loss")
+    return relabel(out, "nll_loss", "reduction", (input,))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """log_softmax over the class dim (1, or 0 for an unbatched input), then
+    nll_loss at class indices, or -sum(target * log_p) for class
+    probabilities (ignore_index does not apply to those, as in PyTorch)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_smoothing(label_smoothing)
+    class_dim = 0 if input.ndim == 1 else 1
+    log_p = log_softmax(input, class_dim)
+    if not target.dtype.is_floating_point:
+        out = _class_index_loss(log_p, target, weight, ignore_index, reduction,
+                                label_smoothing, "cross_entropy")
+        return relabel(out, "cross_entropy", "reduction", (input,))
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"cross_entropy: class-probability targets of shape "
+                           f"{list(target.shape)} for an input of shape {list(input.shape)}")
+    n_classes = input.shape[class_dim]
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    terms = log_p * target
+    if weight is not None:
+        terms = terms * weight.reshape((n_classes,) + (1,) * (input.ndim - 1 - class_dim))
+    losses = -terms.sum(class_dim)
+    out = losses if reduction == "none" else losses.sum()
+    if reduction == "mean":
+        out = out / (input.numel() // n_classes)
+    return relabel(out, "cross_entropy", "reduction", (input, target))
+
+
+def one_hot(tensor, num_classes=-1):
+    from .._tensor import _concrete_index
+    if tensor.dtype is not _dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    idx = _concrete_index(tensor, "one_hot")
+    if idx.size and idx.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        if not idx.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(idx.max()) + 1
+    elif idx.size and idx.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = (idx[..., None] == np.arange(num_classes)).astype(np.int64)
+    return record(out, _dtypes.int64, "one_hot", "index", (tensor,))
+
+
+# ---- attention ----------------------------------------------------------------
+def _concrete_floats(t):
+    """The values of a tensor as doubles, or None if any is symbolic."""
+    a = t._a
+    if a.dtype != object:
+        return a.astype(np.float64)
+    flat = a.ravel()
+    if any(isinstance(v, _sp.Term) and not v.is_const for v in flat):
+        return None
+    return np.asarray([builtins.float(v) for v in flat], dtype=np.float64).reshape(a.shape)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None):
+    """PyTorch's math reference: softmax(q k^T * scale + bias) v. A bool mask
+    (True takes part), the causal mask and the -inf entries of a float mask
+    leave their positions out of the softmax exactly as exp(-inf) = 0 does;
+    a row with no position left is nan in PyTorch and not modelled here."""
+    if dropout_p != 0.0:
+        _tracing.unmodelled(f"scaled_dot_product_attention(dropout_p={dropout_p}) "
+                            "(its dropout mask)")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                           "be set when is_causal=True")
+    L, S = query.shape[-2], key.shape[-2]
+    factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = matmul(query, key.transpose(-2, -1)) * factor
+    keep = np.tril(np.ones((L, S), dtype=bool)) if is_causal else None
+    if attn_mask is not None:
+        if attn_mask.dtype is _dtypes.bool:
+            mask = _concrete_floats(attn_mask)
+            if mask is None:
+                _tracing.unmodelled("scaled_dot_product_attention with a mask of symbolic values")
+            keep = mask.astype(bool)
+        else:
+            values = _concrete_floats(attn_mask)
+            if values is None:
+                scores = scores + attn_mask
+            else:
+                if np.isnan(values).any() or np.isposinf(values).any():
+                    _tracing.unmodelled("scaled_dot_product_attention with a nan or +inf mask")
+                excluded = np.isneginf(values)
+                if excluded.any():
+                    keep = ~excluded
+                    values = np.where(excluded, 0.0, values)
+                bias = Tensor(np.asarray(values, dtype=object), attn_mask.dtype)
+                scores = scores + bias
+    if keep is None:
+        weights = softmax(scores, -1)
+    else:
+        keep = np.broadcast_to(keep, scores.shape)
+        if (~keep).all(axis=-1).any():
+            _tracing.unmodelled("scaled_dot_product_attention with a fully masked row "
+                                "(PyTorch's softmax of only -inf is nan)")
+        e = apply_fn("exp", scores, "exp", "softmax") * np.asarray(keep, dtype=np.float64)
+        weights = relabel(e / e.sum(-1, keepdim=True), "softmax", "softmax", (scores,))
+    return relabel(matmul(weights, value), "scaled_dot_product_attention", "matmul",
+                   (query, key, value))
+
+
+# ---- ops the tensor methods and torch functions share (h2) -------------------
+def _axes(dim, ndim):
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return tuple(sorted({builtins.int(d) % max(ndim, 1) for d in dims}))
+
+
+def _logsumexp(x, dim, keepdim=False):
+    """log(sum(exp(x - m))) + m with m the max over `dim`, as PyTorch
+    computes it; the gradient is PyTorch's: g * exp(x - result)."""
+    from .._tensor import _fn, maximum_scalar
+    if not x.dtype.is_floating_point:
+        x = x.to(_dtypes.default_float())
+    if x.ndim == 0:
+        return x * 1.0
+    axes = _axes(dim, x.ndim)
+    A = np.array(x._a, dtype=object, copy=True)
+    fold = np.frompyfunc(maximum_scalar, 2, 1)
+    m = A
+    for axis in axes:  # object ufuncs reduce one axis at a time
+        m = np.asarray(fold.reduce(m, axis=axis, keepdims=True), dtype=object)
+    total = np.sum(np.asarray(_fn("exp")(A - m), dtype=object), axis=axes, keepdims=True)
+    Y = np.asarray(_fn("log")(total), dtype=object) + m  # keepdim shape
+
+    def vjp(grads):
+        g = np.asarray(grads[0], dtype=object).reshape(Y.shape)
+        return [g * np.asarray(_fn("exp")(A - Y), dtype=object)]
+
+    out = Y if keepdim else Y.reshape(tuple(s for i, s in enumerate(Y.shape) if i not in axes))
+    return record(np.asarray(out, dtype=object), x.dtype, "logsumexp", "reduction", (x,), vjp)
+
+
+def _cumsum(x, dim, dtype=None):
+    if dtype is None and not x.dtype.is_floating_point:
+        dtype = _dtypes.int64  # PyTorch accumulates bool and integers as int64
+    if dtype is not None and dtype is not x.dtype:
+        x = x.to(dtype)
+    if x.ndim == 0:
+        return x * 1
+    d = builtins.int(dim) % x.ndim
+    out = np.cumsum(x._a, axis=d)
+
+    def vjp(grads):
+        g = np.asarray(grads[0], dtype=object)
+        return [np.flip(np.cumsum(np.flip(g, d), axis=d), d)]
+
+    return record(np.asarray(out, dtype=x._a.dtype), x.dtype, "cumsum", "reduction", (x,),
+                  vjp if x.dtype.is_floating_point else None)
+
+
+def _sort(x, dim=-1, descending=False, stable=False):
+    """Values and indices along `dim` of concrete keys (the order of
+    symbolic values depends on them: tracing stops, as for topk). Ties keep
+    their order under stable=True; without it PyTorch may order them
+    otherwise, so the indices of tied keys are not modelled."""
+    from .._tensor import _SymbolicIndices, _ValuesIndices
+    keys = _concrete_floats(x)
+    if keys is None:
+        _tracing.unmodelled("sort of symbolic values (the order depends on the values)")
+    if x.ndim == 0:
+        return _ValuesIndices(x * 1, record(np.asarray(0, dtype=np.int64), _dtypes.int64,
+                                            "sort", "reduction", (x,)))
+    d = builtins.int(dim) % x.ndim
+    order = np.argsort(-keys if descending else keys, axis=d, kind="stable")
+    values = _movement("sort", "view", lambda a: np.take_along_axis(a, order, axis=d), (x,))
+    ordered = np.take_along_axis(keys, order, axis=d)
+    tied = (np.diff(ordered, axis=d) == 0).any()
+    if tied and not stable:
+        return _ValuesIndices(values, _SymbolicIndices(
+            "the indices of tied keys of sort(stable=False)"))
+    return _ValuesIndices(values, record(order.astype(np.int64), _dtypes.int64, "sort",
+                                         "reduction", (x,)))
+
+
+def _repeat_interleave(x, repeats, dim=None, output_size=None):
+    from .._tensor import _concrete_index
+    if isinstance(repeats, Tensor):
+        reps = _concrete_index(repeats, "repeat_interleave")
+        reps = builtins.int(reps) if reps.ndim == 0 else reps
+    else:
+        reps = builtins.int(repeats)
+    if dim is None:
+        x, d = x.reshape(-1), 0
+    else:
+        d = builtins.int(dim) % max(x.ndim, 1)
+    if np.any(np.asarray(reps) < 0):
+        raise RuntimeError("repeats can not be negative")
+    size = x.shape[d] if x.ndim else 1
+    if isinstance(reps, np.ndarray):
+        if reps.ndim != 1 or len(reps) not in (1, size):
+            raise RuntimeError("repeats must have the same size as input along dim")
+        total = builtins.int(reps.sum()) * (size if len(reps) == 1 else 1)
+    else:
+        total = reps * size
+    if output_size is not None and output_size != total:
+        raise RuntimeError("allocated size does not match required size")
+    return _movement("repeat_interleave", "view", lambda a: np.repeat(a, reps, axis=d), (x,))
+
+
+__all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "one_hot",
+            "scaled_dot_product_attention"]

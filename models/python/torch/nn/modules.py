@@ -3,7 +3,7 @@ from collections import OrderedDict
 
 import _shardproof as _sp
 
-from .. import _dtypes, _tracing
+from .. import _autograd, _dtypes, _tracing
 from .._tensor import Tensor
 from . import functional as F
 from . import init
@@ -42,13 +42,219 @@ def _record_module_call(module, name, args, kwargs, out):
             t.grad_fn.module_outputs += ((call, k, getattr(t, "_output_nr", 0)),)
 
 
+def _global_hooks():
+    """The global module hooks (torch.nn.modules.module.register_module_*),
+    kept per run: a hook one rank's code registers must not run in the next."""
+    hooks = _tracing.state.per_run.get("nn.global_hooks")
+    if hooks is None:
+        hooks = _tracing.state.per_run["nn.global_hooks"] = {
+            name: OrderedDict() for name in (
+                "forward_pre", "forward", "forward_with_kwargs", "forward_always_called",
+                "backward_pre", "backward", "buffer_registration",
+                "module_registration", "parameter_registration")}
+    return hooks
+
+
+class _Handle:
+    """torch.utils.hooks.RemovableHandle: a unique id; remove() takes the hook
+    out of its dict and out of the dicts that mark it (with_kwargs, ...)."""
+
+    next_id = 0
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.hooks_dict = hooks_dict
+        self.id = _Handle.next_id
+        _Handle.next_id += 1
+        self.extra_dicts = tuple(extra_dict) if isinstance(extra_dict, (list, tuple)) \
+            else (() if extra_dict is None else (extra_dict,))
+
+    def remove(self):
+        for d in (self.hooks_dict,) + self.extra_dicts:
+            if self.id in d:
+                del d[self.id]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(hooks, hook, prepend=False, marks=()):
+    """Registers `hook` in `hooks` (first with prepend) and in every dict of
+    `marks` (the with_kwargs / always_call sets, as dicts id -> True)."""
+    handle = _Handle(hooks, extra_dict=list(marks))
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    for mark in marks:
+        mark[handle.id] = True
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    return _add_hook(_global_hooks()["forward_pre"], hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    g = _global_hooks()
+    marks = ([g["forward_with_kwargs"]] if with_kwargs else []) + \
+        ([g["forward_always_called"]] if always_call else [])
+    return _add_hook(g["forward"], hook, marks=marks)
+
+
+def register_module_full_backward_pre_hook(hook):
+    return _add_hook(_global_hooks()["backward_pre"], hook)
+
+
+def register_module_full_backward_hook(hook):
+    return _add_hook(_global_hooks()["backward"], hook)
+
+
+def register_module_backward_hook(hook):
+    """The legacy (non-full) backward hook sees the gradients of the last op
+    of the forward, not of the module: not modelled."""
+    _tracing.unmodelled(f"register_module_backward_hook({getattr(hook, '__name__', hook)})"
+                        " (the legacy module backward hook)")
+
+
+def register_module_buffer_registration_hook(hook):
+    return _add_hook(_global_hooks()["buffer_registration"], hook)
+
+
+def register_module_module_registration_hook(hook):
+    return _add_hook(_global_hooks()["module_registration"], hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    return _add_hook(_global_hooks()["parameter_registration"], hook)
+
+
+def _registered(kind, module, name, value):
+    """Runs the global registration hooks of `kind`; each may replace the value."""
+    for hook in list(_global_hooks()[kind].values()):
+        result = hook(module, name, value)
+        if result is not None:
+            value = result
+    return value
+
+
+class _BackwardHook:
+    """PyTorch's torch.utils.hooks.BackwardHook: the tensors a module takes
+    and returns pass through identity autograd nodes. The output node's
+    backward sees the gradients of the outputs (the backward pre-hooks may
+    replace them); the input node's backward sees the gradients of the
+    inputs and runs the full backward hooks, which may replace those."""
+
+    def __init__(self, module, user_hooks, user_pre_hooks):
+        self.module = module
+        self.user_hooks, self.user_pre_hooks = user_hooks, user_pre_hooks
+        self.grad_outputs = None
+        self.n_outputs = self.n_inputs = -1
+        self.output_tensors_index = self.input_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        res = [None] * size
+        for idx, val in zip(indices, values):
+            res[idx] = val
+        return tuple(res)
+
+    def _identity(self, args, on_backward):
+        """(args with their tensors passed through one identity node whose
+        backward is `on_backward`, tensor positions), or (args, None) when
+        no tensor needs a gradient."""
+        index = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        tensors = [args[i] for i in index]
+        if not (any(t.requires_grad for t in tensors) and _autograd.GradMode.enabled):
+            return args, None
+        node = _autograd.GradNode("BackwardHookFunctionBackward",
+                                  lambda grads: list(on_backward(tuple(grads))),
+                                  tuple(tensors), _tracing.location(), len(tensors),
+                                  takes_tensors=True)
+        out = list(args)
+        for nr, (i, t) in enumerate(zip(index, tensors)):
+            if t.requires_grad:
+                alias = t._view("backward_hook", lambda a: a)
+                alias.requires_grad, alias.grad_fn, alias._output_nr = True, node, nr
+                out[i] = alias
+        return (tuple(out) if type(args) is tuple else type(args)(*out)), index
+
+    def _input_grads(self, grads):
+        if self.grad_outputs is None:
+            return grads  # reached without passing through the module's output
+        res = self._pack_with_none(self.input_tensors_index, grads, self.n_inputs)
+        for hook in self.user_hooks:
+            out = hook(self.module, res, self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(res):
+                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(out)}, but expected {len(res)}")
+            res = out
+        self.grad_outputs = None
+        return tuple(res[i] for i in self.input_tensors_index)
+
+    def _output_grads(self, grads):
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grads,
+                                                 self.n_outputs)
+        for hook in self.user_pre_hooks:
+            out = hook(self.module, self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(self.grad_outputs):
+                raise RuntimeError("Backward pre hook returned an invalid number of "
+                                   f"grad_output, got {len(out)}, but expected "
+                                   f"{len(self.grad_outputs)}")
+            self.grad_outputs = out
+        local = self.grad_outputs
+        if self.input_tensors_index is None:
+            # No input needs a gradient: the full hooks run here, with None.
+            grad_inputs = (None,) * self.n_inputs
+            for hook in self.user_hooks:
+                res = hook(self.module, grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple) and
+                                            all(e is None for e in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires "
+                                       "gradient should always return None or None for "
+                                       "all gradients.")
+            self.grad_outputs = None
+        return tuple(local[i] for i in self.output_tensors_index)
+
+    def setup_input_hook(self, args):
+        res, self.input_tensors_index = self._identity(args, self._input_grads)
+        self.n_inputs = len(args)
+        return res
+
+    def setup_output_hook(self, result):
+        is_tuple = isinstance(result, tuple)
+        args = result if is_tuple else (result,)
+        res, self.output_tensors_index = self._identity(args, self._output_grads)
+        self.n_outputs = len(args)
+        return res if is_tuple else res[0]
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+               "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
+               "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+               "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
+def _floating(t):
+    return t.dtype.is_floating_point or getattr(t.dtype, "is_complex", False)
+
+
 class Module:
+    _version = 1
+    training = True
+
     def __init__(self, *args, **kwargs):
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
-        object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_hooks", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments "
+                            f"{args!r} {kwargs!r} (Module.__init__ takes none)")
+        for store in ("_parameters", "_buffers", "_modules") + _HOOK_DICTS:
+            object.__setattr__(self, store, OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -57,25 +263,37 @@ class Module:
         def remove_from(*stores):
             for store in stores:
                 if name in store:
-                    del store[name]
+                    if isinstance(store, set):
+                        store.discard(name)
+                    else:
+                        del store[name]
 
         d = self.__dict__
         if isinstance(value, Parameter):
-            remove_from(d, d.get("_buffers", {}), d.get("_modules", {}))
-            self._parameters[name] = value
+            if "_parameters" not in d:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(d, d["_buffers"], d["_modules"], d["_non_persistent_buffers_set"])
+            self.register_parameter(name, value)
         elif name in d.get("_parameters", {}):
             if value is not None:
-                raise TypeError(f"cannot assign {type(value).__name__} to parameter {name}")
-            self._parameters[name] = None
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter "
+                                f"'{name}' (torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
         elif isinstance(value, Module):
-            remove_from(d, d.get("_parameters", {}), d.get("_buffers", {}))
-            self._modules[name] = value
+            if "_modules" not in d:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            remove_from(d, d["_parameters"], d["_buffers"], d["_non_persistent_buffers_set"])
+            d["_modules"][name] = _registered("module_registration", self, name, value)
         elif name in d.get("_modules", {}):
             if value is not None:
-                raise TypeError(f"cannot assign {type(value).__name__} as child module {name}")
-            self._modules[name] = None
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (torch.nn.Module or None expected)")
+            d["_modules"][name] = _registered("module_registration", self, name, value)
         elif name in d.get("_buffers", {}):
-            self._buffers[name] = value
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer "
+                                f"'{name}' (torch.Tensor or None expected)")
+            d["_buffers"][name] = _registered("buffer_registration", self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -90,118 +308,274 @@ class Module:
         for store in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__.get(store, {}):
                 del self.__dict__[store][name]
+                self.__dict__["_non_persistent_buffers_set"].discard(name)
                 return
         object.__delattr__(self, name)
 
-    def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            r = hook(self, args)
-            if r is not None:
-                args = r if isinstance(r, tuple) else (r,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            r = hook(self, args, out)
-            if r is not None:
-                out = r
+    def _call_impl(self, *args, **kwargs):
+        """PyTorch's Module._call_impl: forward pre-hooks (global first), the
+        backward hooks' identity around the inputs, forward, forward hooks
+        (the always_call ones even when forward raises), the identity
+        around the outputs."""
+        g = _global_hooks()
+        full_backward = list(g["backward"].values()) + list(self._backward_hooks.values())
+        backward_pre = list(g["backward_pre"].values()) + \
+            list(self._backward_pre_hooks.values())
+        result, called_always = None, set()
+        try:
+            for hook_id, hook in (*g["forward_pre"].items(), *self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    r = hook(self, args, kwargs)
+                    if r is not None:
+                        if not (isinstance(r, tuple) and len(r) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {r}.")
+                        args, kwargs = r
+                else:
+                    r = hook(self, args)
+                    if r is not None:
+                        args = r if isinstance(r, tuple) else (r,)
+            bw_hook = None
+            if full_backward or backward_pre:
+                bw_hook = _BackwardHook(self, full_backward, backward_pre)
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in (*g["forward"].items(), *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called or \
+                        hook_id in g["forward_always_called"]:
+                    called_always.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs or \
+                        hook_id in g["forward_with_kwargs"]:
+                    r = hook(self, args, kwargs, result)
+                else:
+                    r = hook(self, args, result)
+                if r is not None:
+                    result = r
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+        except Exception:
+            for hooks, always, with_kwargs in (
+                    (g["forward"], g["forward_always_called"], g["forward_with_kwargs"]),
+                    (self._forward_hooks, self._forward_hooks_always_called,
+                     self._forward_hooks_with_kwargs)):
+                for hook_id, hook in list(hooks.items()):
+                    if hook_id in always and hook_id not in called_always:
+                        try:
+                            r = hook(self, args, kwargs, result) if hook_id in with_kwargs \
+                                else hook(self, args, result)
+                            if r is not None:
+                                result = r
+                        except Exception:
+                            continue  # PyTorch warns and goes on
+            raise
         name = self.__dict__.get("_shardproof_name")
         if name is not None and _tracing.state.module_boundaries:
-            _record_module_call(self, name, args, kwargs, out)
-        return out
+            _record_module_call(self, name, args, kwargs, result)
+        return result
+
+    __call__ = _wrapped_call_impl = _call_impl
 
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__}.forward")
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function (called with {len(args)} arguments '
+                                  f'and keywords {sorted(kwargs)})')
+
+    # ---- registration ---------------------------------------------------
+    def _check_new_name(self, name, kind, store):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[store]:
+            raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name, param):
-        self._parameters[name] = param
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_new_name(name, "parameter", "_parameters")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (torch.nn.Parameter or None required)")
+        self._parameters[name] = _registered("parameter_registration", self, name, param)
 
     def register_buffer(self, name, tensor, persistent=True):
-        self._buffers[name] = tensor
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_new_name(name, "buffer", "_buffers")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+                            f"'{name}' (torch Tensor or None required)")
+        self._buffers[name] = _registered("buffer_registration", self, name, tensor)
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
-        self._modules[name] = module
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_new_name(name, "module", "_modules")
+        self._modules[name] = _registered("module_registration", self, name, module)
 
     register_module = add_module
 
-    def register_forward_hook(self, hook, **k):
-        key = len(self._forward_hooks)
-        self._forward_hooks[key] = hook
-        return _Handle(self._forward_hooks, key)
+    # ---- hooks ------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        marks = [self._forward_pre_hooks_with_kwargs] if with_kwargs else []
+        return _add_hook(self._forward_pre_hooks, hook, prepend, marks)
 
-    def register_forward_pre_hook(self, hook, **k):
-        key = len(self._forward_pre_hooks)
-        self._forward_pre_hooks[key] = hook
-        return _Handle(self._forward_pre_hooks, key)
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        marks = ([self._forward_hooks_with_kwargs] if with_kwargs else []) + \
+            ([self._forward_hooks_always_called] if always_call else [])
+        return _add_hook(self._forward_hooks, hook, prepend, marks)
 
-    def register_full_backward_hook(self, hook):
-        return _Handle({}, 0)
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
 
-    register_backward_hook = register_full_backward_hook
+    def register_full_backward_hook(self, hook, prepend=False):
+        return _add_hook(self._backward_hooks, hook, prepend)
 
-    # Checkpoint (state-dict) hooks: a trace never saves or loads one.
+    def register_backward_hook(self, hook):
+        """The legacy (non-full) hook sees the gradients of the forward's
+        last op, not of the module: not modelled."""
+        _tracing.unmodelled(f"Module.register_backward_hook({getattr(hook, '__name__', hook)})"
+                            " (the legacy module backward hook)")
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars), before state_dict() saves."""
+        return _add_hook(self._state_dict_pre_hooks, hook)
+
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata), after; it may
+        return a state dict that replaces the one being built."""
+        return _add_hook(self._state_dict_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook):
+        def post(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+        return _add_hook(self._state_dict_hooks, post)
+
+    # load_state_dict stops the trace (below), so a load hook is never due;
+    # it is kept so that its handle removes it as in PyTorch.
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
-        return _Handle({}, 0)
+        return _add_hook(self._load_state_dict_pre_hooks, (hook, with_module))
 
-    register_load_state_dict_pre_hook = register_load_state_dict_post_hook = \
-        _register_state_dict_hook = register_state_dict_pre_hook = \
-        register_state_dict_post_hook = _register_load_state_dict_pre_hook
+    def register_load_state_dict_pre_hook(self, hook):
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
+    def register_load_state_dict_post_hook(self, hook):
+        return _add_hook(self._load_state_dict_post_hooks, hook)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        _tracing.unmodelled(f"Module.load_state_dict(strict={strict}, assign={assign}) of "
+                            f"{len(state_dict)} entries (loading values into symbolic "
+                            "parameters)")
+
+    # ---- traversal ----------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         memo = set() if memo is None else memo
         if self in memo:
             return
-        memo.add(self)
+        if remove_duplicate:
+            memo.add(self)
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self):
         return (m for _, m in self.named_modules())
 
     def named_children(self):
-        return ((n, m) for n, m in self._modules.items() if m is not None)
+        seen = set()
+        for n, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield n, m
 
     def children(self):
         return (m for _, m in self.named_children())
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def _named_members(self, store, prefix, recurse, remove_duplicate):
         seen = set()
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for mprefix, m in modules:
-            for name, p in m._parameters.items():
-                if p is None or id(p) in seen:
+            for name, v in m.__dict__[store].items():
+                if v is None or id(v) in seen:
                     continue
-                seen.add(id(p))
-                yield (f"{mprefix}.{name}" if mprefix else name), p
+                if remove_duplicate:
+                    seen.add(id(v))
+                yield (f"{mprefix}.{name}" if mprefix else name), v
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix="", recurse=True):
-        for mprefix, m in self.named_modules(prefix=prefix):
-            for name, b in m._buffers.items():
-                if b is not None:
-                    yield (f"{mprefix}.{name}" if mprefix else name), b
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
-        return (b for _, b in self.named_buffers())
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
+    def get_submodule(self, target):
+        module = self
+        for item in target.split(".") if target else ():
+            if item not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = module._modules[item]
+        return module
+
+    def get_parameter(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._parameters:
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return module._parameters[name]
+
+    def get_buffer(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    # ---- modes and gradients -----------------------------------------------------
     def train(self, mode=True):
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self):
         return self.train(False)
 
-    def requires_grad_(self, flag=True):
+    def requires_grad_(self, requires_grad=True):
         for p in self.parameters():
-            p.requires_grad = flag
+            p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
         for p in self.parameters():
-            p.grad = None
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                # As PyTorch: the gradient tensor is kept (views of it, a
+                # flat buffer, see the zeros), cut from autograd, zeroed.
+                p.grad.requires_grad, p.grad.grad_fn = False, None
+                with _autograd._no_grad():
+                    p.grad.zero_()
 
     def apply(self, fn):
         for m in self.children():
@@ -209,26 +583,102 @@ class Module:
         fn(self)
         return self
 
-    def to(self, *args, **kwargs):
+    # ---- dtype and device ----------------------------------------------------------
+    def _apply(self, fn):
+        """fn on every parameter (in place, through .data, as PyTorch does by
+        default), its gradient, and every buffer (replaced)."""
+        for m in self.children():
+            m._apply(fn)
+        with _autograd._no_grad():
+            for p in self._parameters.values():
+                if p is None:
+                    continue
+                p.data = fn(p)
+                if p.grad is not None:
+                    p.grad.data = fn(p.grad)
+            for name, b in self._buffers.items():
+                if b is not None:
+                    self._buffers[name] = fn(b)
         return self
 
-    cuda = cpu = float = half = bfloat16 = _noop = to
+    def _cast(self, dtype):
+        return self._apply(lambda t: t.to(dtype) if _floating(t) else t)
 
-    def state_dict(self, *a, **k):
-        out = OrderedDict(self.named_parameters())
-        out.update(self.named_buffers())
-        return out
+    def to(self, *args, **kwargs):
+        """Module.to(device, dtype, non_blocking, memory_format): devices,
+        non_blocking and memory formats leave values as they are; a dtype
+        casts every floating-point parameter and buffer."""
+        allowed = {"device", "dtype", "non_blocking", "memory_format"}
+        unknown = set(kwargs) - allowed
+        if unknown:
+            raise TypeError(f"to() received an invalid combination of arguments: {sorted(unknown)}")
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, _dtypes.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype = a.dtype
+        if dtype is None:
+            return self
+        if not dtype.is_floating_point and not getattr(dtype, "is_complex", False):
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, "
+                            f"but got desired dtype={dtype}")
+        return self._cast(dtype)
+
+    @_tracing.no_effect(function="device placement: values are the same on every device",
+                        device="device placement")
+    def cuda(self, device=None):
+        return self
+
+    @_tracing.no_effect(function="device placement: values are the same on every device")
+    def cpu(self):
+        return self
+
+    def float(self):
+        return self._cast(_dtypes.float32)
+
+    def double(self):
+        return self._cast(_dtypes.float64)
+
+    def half(self):
+        return self._cast(_dtypes.float16)
+
+    def bfloat16(self):
+        return self._cast(_dtypes.bfloat16)
+
+    # ---- state dict -------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if args:  # PyTorch's deprecated positional form
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        for hook in list(self._state_dict_hooks.values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
+        return destination
 
     def extra_repr(self):
         return ""
-
-
-class _Handle:
-    def __init__(self, d, key):
-        self.d, self.key = d, key
-
-    def remove(self):
-        self.d.pop(self.key, None)
 
 
 class Sequential(Module):
@@ -247,6 +697,8 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
     def __len__(self):
@@ -254,6 +706,10 @@ class Sequential(Module):
 
     def __iter__(self):
         return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
 
 
 class ModuleList(Module):
@@ -332,6 +788,7 @@ def _empty(*shape, dtype=None):
 
 
 class Linear(Module):
+    @_tracing.no_effect(device="device placement")
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
@@ -343,19 +800,34 @@ class Linear(Module):
 
 
 class Embedding(Module):
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None, **k):
+    @_tracing.no_effect(device="device placement")
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = padding_idx % num_embeddings
         self.padding_idx = padding_idx
-        self.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype))
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            _weight = _empty(num_embeddings, embedding_dim, dtype=dtype)
+        elif tuple(_weight.shape) != (num_embeddings, embedding_dim):
+            raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+        self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)
+        return F.embedding(ids, self.weight, self.padding_idx, self.max_norm,
+                           self.norm_type, self.scale_grad_by_freq, self.sparse)
 
 
 class LayerNorm(Module):
+    @_tracing.no_effect(device="device placement")
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True,
-                 bias=True, dtype=None, **k):
+                 bias=True, device=None, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -381,13 +853,15 @@ class Dropout(Module):
 
 
 def _activation(name, fn):
+    """A layer that applies `fn` with the arguments it was built with
+    (GELU('tanh'), ReLU(inplace=True)): `fn` models or rejects each."""
     class Act(Module):
         def __init__(self, *a, **k):
             super().__init__()
-            self.kwargs = k
+            self.args, self.kwargs = a, k
 
         def forward(self, x):
-            return fn(x, **self.kwargs)
+            return fn(x, *self.args, **self.kwargs)
     Act.__name__ = Act.__qualname__ = name
     return Act
 
@@ -401,12 +875,63 @@ Identity = _activation("Identity", lambda x, *a, **k: x)
 
 
 class Softmax(Module):
-    def __init__(self, dim=-1):
+    def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, x):
-        return F.softmax(x, self.dim)
+        return F.softmax(x, self.dim, _stacklevel=5)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim, _stacklevel=5)
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        self.reduction = F._legacy_reduction(size_average, reduce) \
+            if size_average is not None or reduce is not None else reduction
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, weight=self.weight,
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
 
 
 def _unmodelled(name):
