@@ -91,10 +91,12 @@ class ParallelMLP(torch.nn.Module):
 
 
 def entry():
-    x = torch.randn(2, 4)  # symbolic: the proof covers every input
+    # symbolic: the proof covers every input; it requires grad, so its
+    # gradient is checked too
+    x = torch.randn(2, 4).requires_grad_()
     return ParallelMLP(hidden=4, ffn=8), (x,)
 
 
 def entry_missing_allreduce():
-    x = torch.randn(2, 4)
+    x = torch.randn(2, 4).requires_grad_()
     return ParallelMLP(hidden=4, ffn=8, skip_allreduce=True), (x,)

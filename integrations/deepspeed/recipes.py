@@ -141,7 +141,10 @@ def _distributed_attention(batch_first):
 
 
 def _sequence_slice(x, layout, sp, dim):
-    return x.chunk(sp, dim=dim)[layout.coordinate("tp")] if sp > 1 else x
+    """This rank's slice of an activation; it requires grad, as inside a
+    model (the gradient of a slice is that rank's local one, not checked)."""
+    local = x.chunk(sp, dim=dim)[layout.coordinate("tp")] if sp > 1 else x
+    return local.detach().requires_grad_()
 
 
 def _loss(out):

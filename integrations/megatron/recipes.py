@@ -76,8 +76,16 @@ def _step(model, inputs, layout):
         out = out[0] if isinstance(out, tuple) else out  # (output, bias) layers
         return (out * out).sum()
 
-    return {"model": model, "inputs": inputs, "loss": loss,
+    return {"model": model, "inputs": _activations(inputs), "loss": loss,
             "finalize_grads": finalize_grads, "tensor_parallel_group": group}
+
+
+def _activations(inputs):
+    """Float inputs are activations coming from the layers before, so they
+    require grad, as inside a model (their gradients are checked where a
+    rank gets them whole); token ids and masks are passed as they are."""
+    return tuple(x.detach().requires_grad_() if isinstance(x, torch.Tensor) and
+                 x.is_floating_point() else x for x in inputs)
 
 
 def _tp_slice(x, layout, dim):

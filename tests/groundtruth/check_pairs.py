@@ -96,10 +96,8 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     # Inputs come from the fixed seed: an entry draws them before building
     # its model, so every rank draws what the reference drew (and a rank that
     # builds its own input, such as zeros on ranks without data, keeps it).
-    # Float inputs become leaves that require grad, as in shardproof.
-    inputs = tuple(x.detach().clone().requires_grad_()
-                   if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                   for x in inputs)
+    # Inputs keep the requires_grad the entry gave them, as in shardproof: a
+    # leaf that requires grad has its gradient checked.
     out = model(*inputs)
     loss = loss_fn(out) if loss_fn else sum(t.sum() for t in _outputs(out))
     loss.backward()

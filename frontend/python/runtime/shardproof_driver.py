@@ -169,18 +169,6 @@ def _tensors(out, path="out"):
             yield from _tensors(o, f"{path}[{k!r}]")
 
 
-def _differentiable(inputs):
-    """Symbolic float inputs become leaves that require grad, so that their
-    gradients can be checked; everything else is passed through."""
-    out = []
-    for x in inputs:
-        if isinstance(x, Tensor) and x.dtype.is_floating_point and x._a.dtype == object:
-            leaf = x.detach()
-            leaf.requires_grad = True
-            out.append(leaf)
-        else:
-            out.append(x)
-    return tuple(out)
 
 
 def _backward(out, entry, inputs):
@@ -265,7 +253,6 @@ def _run(path, func, world, rank):
                            "not a module or callable")
     _record_parameters(entry)
     _name_inputs(inputs)
-    inputs = _differentiable(inputs)
     _Phase.current = f"the forward of {type(model).__name__}"
     if hasattr(model, "named_modules"):
         for name, module in model.named_modules():

@@ -15,4 +15,4 @@ class Scaled(torch.nn.Module):
 
 
 def entry():
-    return Scaled(), (torch.randn(2, 3),)
+    return Scaled(), (torch.randn(2, 3).requires_grad_(),)
