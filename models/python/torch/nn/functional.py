@@ -366,7 +366,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if (~keep).all(axis=-1).any():
             _tracing.unmodelled("scaled_dot_product_attention with a fully masked row "
                                 "(PyTorch's softmax of only -inf is nan)")
-        e = apply_fn("exp", scores, "exp", "softmax") * np.asarray(keep, dtype=np.float64)
+        # shifted by the row's max, as PyTorch's softmax (and ours) does
+        shifted = scores - scores.detach().amax(-1, keepdim=True)
+        e = apply_fn("exp", shifted, "exp", "softmax") * np.asarray(keep, dtype=np.float64)
         weights = relabel(e / e.sum(-1, keepdim=True), "softmax", "softmax", (scores,))
     return relabel(matmul(weights, value), "scaled_dot_product_attention", "matmul",
                    (query, key, value))
@@ -472,3 +474,57 @@ def _repeat_interleave(x, repeats, dim=None, output_size=None):
 
 __all__ += ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "one_hot",
             "scaled_dot_product_attention"]
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x; the gradient at 0 is the
+    slope's, as PyTorch's."""
+    from .. import where
+    out = where(input > 0, input, input * negative_slope)
+    return _result_of(input, relabel(out, "leaky_relu", "activation", (input,)), inplace)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p over dim, eps), for the Euclidean norm."""
+    from .. import maximum
+    _tracing.only("normalize", "p", p, 2, 2.0)
+    norm = (input * input).sum(dim, keepdim=True).sqrt()
+    result = relabel(input / maximum(norm, eps), "normalize", "elementwise", (input,))
+    return result if out is None else out.copy_(result)
+
+
+__all__ += ["leaky_relu", "normalize"]
+
+
+# The rest of PyTorch's torch.nn.functional: code may name or feature-test
+# them (hasattr works); calling one stops the trace there.
+_UNMODELLED = frozenset("""
+adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool1d
+adaptive_max_pool1d_with_indices adaptive_max_pool2d adaptive_max_pool2d_with_indices
+adaptive_max_pool3d adaptive_max_pool3d_with_indices affine_grid avg_pool1d avg_pool2d
+avg_pool3d batch_norm bilinear binary_cross_entropy binary_cross_entropy_with_logits celu
+celu_ channel_shuffle conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d
+conv_transpose3d cosine_embedding_loss cosine_similarity ctc_loss elu elu_ embedding_bag
+fold fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
+fractional_max_pool3d_with_indices gaussian_nll_loss glu grid_sample group_norm
+gumbel_softmax hardshrink hardsigmoid hardswish hardtanh hardtanh_ hinge_embedding_loss
+huber_loss instance_norm interpolate kl_div leaky_relu_ local_response_norm
+logsigmoid lp_pool1d lp_pool2d lp_pool3d margin_ranking_loss max_pool1d
+max_pool1d_with_indices max_pool2d max_pool2d_with_indices max_pool3d
+max_pool3d_with_indices max_unpool1d max_unpool2d max_unpool3d mish
+multi_head_attention_forward multi_margin_loss multilabel_margin_loss
+multilabel_soft_margin_loss native_channel_shuffle pairwise_distance pdist
+pixel_shuffle pixel_unshuffle poisson_nll_loss prelu relu6 relu_ rms_norm rrelu rrelu_
+selu selu_ smooth_l1_loss soft_margin_loss softmin softplus softshrink softsign
+tanhshrink threshold threshold_ triplet_margin_loss triplet_margin_with_distance_loss
+unfold upsample upsample_bilinear upsample_nearest
+""".split())
+
+
+def __getattr__(name):
+    if name in _UNMODELLED:
+        def unmodelled(*args, **kwargs):
+            _tracing.unmodelled(f"torch.nn.functional.{name}")
+        unmodelled.__name__ = unmodelled.__qualname__ = name
+        return unmodelled
+    raise AttributeError(f"module 'torch.nn.functional' has no attribute '{name}'")

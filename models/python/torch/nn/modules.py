@@ -883,6 +883,35 @@ class Softmax(Module):
         return F.softmax(x, self.dim, _stacklevel=5)
 
 
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        d = self.dim % x.ndim
+        shape = tuple(x.shape)
+        return x.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
+
+
 class LogSoftmax(Module):
     def __init__(self, dim=None):
         super().__init__()
@@ -945,11 +974,33 @@ def _unmodelled(name):
     return Unmodelled
 
 
-(Conv1d, Conv2d, Conv3d, BatchNorm1d, BatchNorm2d, EmbeddingBag, LeakyReLU,
- RNN, GRU, LSTM, RNNCell, GRUCell, LSTMCell) = map(
-    _unmodelled, ("Conv1d", "Conv2d", "Conv3d", "BatchNorm1d", "BatchNorm2d",
-                  "EmbeddingBag", "LeakyReLU", "RNN", "GRU", "LSTM", "RNNCell",
-                  "GRUCell", "LSTMCell"))
+# The rest of PyTorch's torch.nn layers: named (isinstance checks, tables of
+# layer types) they are fine; building one stops the trace.
+_UNMODELLED_LAYERS = """
+AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss
+AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d AvgPool1d AvgPool2d AvgPool3d
+BCELoss BCEWithLogitsLoss BatchNorm1d BatchNorm2d BatchNorm3d Bilinear CELU CTCLoss
+ChannelShuffle CircularPad1d CircularPad2d CircularPad3d ConstantPad1d ConstantPad2d
+ConstantPad3d Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
+CosineEmbeddingLoss CosineSimilarity CrossMapLRN2d ELU EmbeddingBag Fold
+FractionalMaxPool2d FractionalMaxPool3d GLU GRU GRUCell GaussianNLLLoss GroupNorm
+Hardshrink Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss InstanceNorm1d
+InstanceNorm2d InstanceNorm3d KLDivLoss LPPool1d LPPool2d LPPool3d LSTM LSTMCell
+LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d LazyConv3d
+LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d
+LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LocalResponseNorm LogSigmoid
+MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish
+MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss MultiheadAttention
+NLLLoss2d PReLU PairwiseDistance ParameterDict PixelShuffle PixelUnshuffle
+PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU6 ReflectionPad1d
+ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d SELU
+SmoothL1Loss SoftMarginLoss Softmax2d Softmin Softplus Softshrink Softsign SyncBatchNorm
+Tanhshrink Threshold Transformer TransformerDecoder TransformerDecoderLayer
+TransformerEncoder TransformerEncoderLayer TripletMarginLoss
+TripletMarginWithDistanceLoss Unfold Upsample UpsamplingBilinear2d
+UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d
+""".split()
+globals().update({name: _unmodelled(name) for name in _UNMODELLED_LAYERS})
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["Tensor", "init", "_dtypes"]
