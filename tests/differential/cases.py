@@ -197,6 +197,150 @@ def _grad_accumulator_hook(x):
 CASES["grad_accumulator_hook"] = ([(3,)], _grad_accumulator_hook)
 
 
+# ---- core surface (h1) -----------------------------------------------------
+# Creation ops (requires_grad, dtype, copy or alias), out= forms, the other
+# forms of torch.* functions, grad-mode switches, optimizer steps with every
+# option, LR schedules, activation checkpointing.
+def _grads_of_created_leaves(x):
+    """Created leaves that require grad get their gradients (the x they were
+    multiplied by)."""
+    f64 = torch.float64
+    vectors = [torch.zeros(3, dtype=f64, requires_grad=True),
+               torch.ones(3, dtype=f64, requires_grad=True),
+               torch.full((3,), 2.0, dtype=f64, requires_grad=True),
+               torch.tensor([1.0, 2.0, 3.0], dtype=f64, requires_grad=True),
+               torch.arange(3.0, dtype=f64, requires_grad=True),
+               torch.linspace(0, 1, 3, dtype=f64, requires_grad=True),
+               torch.zeros_like(x, requires_grad=True),
+               torch.full_like(x, 0.5, requires_grad=True)]
+    matrix = torch.eye(3, dtype=f64, requires_grad=True)
+    total = sum((v * x.detach() * (k + 1)).sum() for k, v in enumerate(vectors))
+    (total + (matrix * x.detach()).sum()).backward()
+    return torch.cat([torch.stack([v.grad for v in vectors]), matrix.grad]) * x
+
+
+def _tensor_of_tensor_is_a_copy(x):
+    y = x * 1.0
+    t = torch.tensor(y)
+    t.mul_(3.0)  # y keeps its values
+    return y * t
+
+
+def _as_tensor_is_the_tensor(x):
+    y = x * 1.0
+    torch.as_tensor(y).mul_(2.0)  # y itself doubles
+    return y + torch.as_tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+
+
+def _out_forms(x, y):
+    z = torch.empty(3, dtype=torch.float64)
+    torch.add(x.detach(), y.detach(), alpha=2.0, out=z)
+    w = torch.zeros(3, dtype=torch.float64)
+    torch.mul(z, 3.0, out=w)
+    v = torch.ones(2, 3, dtype=torch.float64)
+    torch.stack([z, w], out=v)
+    u = torch.zeros(6, dtype=torch.float64)
+    torch.cat([z, w], out=u)
+    t = torch.zeros(3, dtype=torch.float64)
+    torch.arange(0.5, 2, 0.5, dtype=torch.float64, out=t)
+    return x * z + y * w + v.sum(0) + u[:3] * t
+
+
+def _tensor_split_pieces(x):
+    pieces = torch.tensor_split(x, [1, 3]) + torch.tensor_split(x, [3, 1])
+    return torch.cat([p * (k + 1) for k, p in enumerate(pieces)])
+
+
+def _set_grad_enabled_statement(x):
+    torch.set_grad_enabled(False)  # a statement: grad is off until set again
+    y = x * 3.0
+    torch.set_grad_enabled(True)
+    with torch.set_grad_enabled(False):
+        z = x * 2.0
+    return x * y + z * x
+
+
+def _steps(x, g, make, steps=3, schedule=None, keep_grad_tensor=False):
+    """x * the parameter after optimizer steps from x with gradients built
+    from g (a different gradient each step)."""
+    p = x.detach().clone().requires_grad_()
+    optimizer = make([p])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule) if schedule else None
+    for k in range(steps):
+        grad = g.detach() * (k + 1) - p.detach()
+        if keep_grad_tensor and p.grad is not None:
+            optimizer.zero_grad(set_to_none=False)  # zeroed in place
+            p.grad.add_(grad)
+        else:
+            p.grad = grad
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+    return x * p.detach()
+
+
+def _checkpointed_pair(a, b, scale):
+    return (a * b).tanh() * scale, a.exp()
+
+
+def _checkpoints(x, w):
+    from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+    a, b = checkpoint(_checkpointed_pair, x, w, 3.0, use_reentrant=True)
+    c, d = checkpoint(_checkpointed_pair, x * 2, w, 0.5, use_reentrant=False)
+    e = checkpoint_sequential([torch.tanh, lambda t: t * w, torch.exp], 2, x)
+    return a * b + c * d + e
+
+
+_SGD, _ADAM, _ADAMW = torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW
+CASES.update({
+    "grads_of_created_leaves": ([(3,)], _grads_of_created_leaves),
+    "copy_tensor_of_tensor": ([(3,)], lambda x: torch.tensor(x)),
+    "tensor_of_tensor_is_a_copy": ([(3,)], _tensor_of_tensor_is_a_copy),
+    "alias_as_tensor": ([(3,)], lambda x: torch.as_tensor(x)),
+    "as_tensor_is_the_tensor": ([(3,)], _as_tensor_is_the_tensor),
+    "as_tensor_new_dtype_converts": ([(3,)], lambda x: torch.as_tensor(x, dtype=torch.float64) * 2),
+    "like_values": ([(3,)], lambda x: x * torch.full_like(x, 2.5) + torch.ones_like(x)
+                    - torch.zeros_like(x, dtype=torch.float64) + torch.full_like(x, 3) * x),
+    "creation_values": ([(3,)], lambda x: x * torch.arange(3) + torch.linspace(0, 1, 3)
+                        + torch.eye(3, dtype=torch.float64)[1] * x + torch.full((3,), 7)
+                        + torch.tensor([[1, 2, 3]]) * torch.arange(0.5, 2, 0.5)
+                        + torch.zeros((1, 3)) + torch.ones(size=(3,))),
+    "requires_grad_of_integers_raises": (
+        [(3,)], lambda x: x * torch.zeros(3, dtype=torch.int64, requires_grad=True)),
+    "out_that_would_need_grad_raises": (
+        [(3,)], lambda x: torch.exp(x, out=torch.empty(3, dtype=torch.float64))),
+    "out_forms": ([(3,), (3,)], _out_forms),
+    "max_min_of_two_tensors": ([(3,), (3,)], lambda x, y: torch.max(x, y) * 2 + torch.min(x, y)),
+    "tensor_split_indices": ([(5,)], _tensor_split_pieces),
+    "addmm": ([(2, 2), (2, 3), (3, 2)], lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0)),
+    "mm_of_batches_raises": ([(2, 2, 2)], lambda x: torch.mm(x, x)),
+    "div_floor_of_integers": ([(3,)], lambda x: x * torch.div(torch.tensor([-7, 7, 5]), 2,
+                                                              rounding_mode="floor")),
+    "sub_alpha_subtract_divide": ([(3,), (3,)], lambda x, y: torch.sub(x, y, alpha=0.5)
+                                  + torch.subtract(y, x) + torch.divide(x, y * y + 1)),
+    "set_grad_enabled_statement": ([(3,)], _set_grad_enabled_statement),
+    "calculate_gain": ([(3,)], lambda x: x * torch.nn.init.calculate_gain("leaky_relu", 0.2)
+                       + x * torch.nn.init.calculate_gain("tanh")),
+    "sgd": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _SGD(ps, lr=0.1))),
+    "sgd_momentum_dampening_decay": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _SGD(
+        ps, lr=0.1, momentum=0.9, dampening=0.25, weight_decay=0.1))),
+    "sgd_nesterov_maximize": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _SGD(
+        ps, lr=0.1, momentum=0.9, nesterov=True, maximize=True, weight_decay=0.05))),
+    "sgd_zero_grad_in_place": ([(3,), (3,)], lambda x, g: _steps(
+        x, g, lambda ps: _SGD(ps, lr=0.1, momentum=0.5), keep_grad_tensor=True)),
+    "adam": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _ADAM(ps, lr=0.1))),
+    "adam_every_option": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _ADAM(
+        ps, lr=0.1, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1, amsgrad=True,
+        maximize=True))),
+    "adamw": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _ADAMW(ps, lr=0.1))),
+    "adamw_amsgrad": ([(3,), (3,)], lambda x, g: _steps(x, g, lambda ps: _ADAMW(
+        ps, lr=0.05, weight_decay=0.3, amsgrad=True))),
+    "lambda_lr_schedule": ([(3,), (3,)], lambda x, g: _steps(
+        x, g, lambda ps: _SGD(ps, lr=0.1, momentum=0.5), 4, lambda epoch: 1.0 / (epoch + 1))),
+    "checkpoint": ([(3,), (3,)], _checkpoints),
+})
+
+
 # ---- aliasing, requires_grad, extremes (lead) ------------------------------
 # Each case is also checked for aliasing (does writing into the result change
 # the input?) and for whether its result requires grad.
@@ -523,4 +667,29 @@ CASES.update({
     "normalize": ([(2, 3)], lambda x: F.normalize(x) + F.normalize(x, dim=0, eps=0.5)),
     "flatten_unflatten_modules": ([(2, 3, 2)], lambda x: torch.nn.Unflatten(1, (2, 3))(
         torch.nn.Flatten()(x)) * 2),
+})
+
+
+# ---- type promotion and in-place formats (lead) ----------------------------
+# Values stay exact in every format here (0 and 1), so only dtypes can differ.
+def _inplace_keeps_format(x, copy):
+    buf = torch.zeros(2, 3, dtype=torch.float16)
+    if copy:
+        buf.copy_(x * 0.0 + 1.0)
+    else:
+        buf.add_(x * 0.0)
+    return buf
+
+
+_MASK = [[True, False, True], [False, True, True]]
+
+CASES.update({
+    "dtype_int32_plus_python_int": ([(2, 3)], lambda x: torch.tensor(_MASK).to(torch.int32) + 1),
+    "dtype_bool_plus_python_int": ([(2, 3)], lambda x: torch.tensor(_MASK) + 1),
+    "dtype_int_times_python_float": ([(2, 3)], lambda x: torch.tensor(_MASK).long() * 0.5),
+    "dtype_half_times_zero_dim_float": ([(2, 3)], lambda x: x.half() * 0.0 + torch.tensor(1.0)),
+    "dtype_int_times_zero_dim_double": ([(2, 3)], lambda x: torch.tensor(_MASK).to(torch.int32) *
+                                        torch.tensor(2.0, dtype=torch.float64)),
+    "dtype_inplace_add_keeps_buffer_format": ([(2, 3)], lambda x: _inplace_keeps_format(x, False)),
+    "dtype_copy_into_narrower_buffer": ([(2, 3)], lambda x: _inplace_keeps_format(x, True)),
 })

@@ -45,6 +45,7 @@ def main(out_path):
         aliasing = _aliasing(fn, inputs)
         results[name] = {
             "requires_grad": out.requires_grad,
+            "dtype": str(out.dtype),
             "aliasing": aliasing,
             "inputs": [x.detach().numpy().ravel().tolist() for x in inputs],
             "cotangent": cot.numpy().ravel().tolist(),

@@ -111,7 +111,8 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
                              for n, p in named_parameters},
              "shard": _shard_index(tp_group),
              "input_grads": [x.grad.detach() if isinstance(x, torch.Tensor) and
-                             x.grad is not None else None for x in inputs]}
+                             x.is_leaf and x.grad is not None else None
+                             for x in inputs]}
     if reference is None:
         saved["params"] = {n: p.detach().clone() for n, p in named_parameters}
         saved["inputs"] = [x.detach().clone() if isinstance(x, torch.Tensor) else x

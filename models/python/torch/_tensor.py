@@ -165,22 +165,41 @@ def _index_str(shape, flat):
     return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
 
 
-def _dtype_of_value(x):
-    if isinstance(x, Tensor):
-        return x.dtype
+def _category(d):
+    """PyTorch's promotion categories: bool < integer < floating point."""
+    return 2 if d.is_floating_point else 0 if d is _dtypes.bool else 1
+
+
+def _scalar_dtype(x):
+    """The dtype a Python scalar stands for (floats and terms: the default)."""
     if isinstance(x, _py_bool):
         return _dtypes.bool
-    if isinstance(x, int):
+    if isinstance(x, builtins.int):
         return _dtypes.int64
-    return None  # python floats and terms do not promote a tensor's dtype
+    if isinstance(x, (float, _sp.Term)):
+        return _dtypes.default_float()
+    return None
 
 
 def _result_dtype(*xs):
-    dts = [d for d in (_dtype_of_value(x) for x in xs) if d is not None]
-    if any(isinstance(x, (float, _sp.Term)) for x in xs) and \
-            not any(d.is_floating_point for d in dts):
-        return _dtypes.default_float()
-    return _dtypes.promote(*dts) if dts else _dtypes.default_float()
+    """PyTorch's type promotion: dimensioned tensors decide, unless a
+    zero-dim tensor of a higher category does, unless a Python scalar of a
+    higher category does still (bf16 x * 0.5 is bf16; an int32 tensor + 1
+    is int32; an int tensor * 0.5 is the default float)."""
+    result = None
+    for group in ([x.dtype for x in xs if isinstance(x, Tensor) and x.ndim > 0],
+                  [x.dtype for x in xs if isinstance(x, Tensor) and x.ndim == 0],
+                  [d for d in map(_scalar_dtype, xs) if d is not None]):
+        if not group:
+            continue
+        if result is None:
+            result = _dtypes.promote(*group)
+            continue
+        above = [d for d in group if _category(d) > _category(result)]
+        if above:
+            best = max(_category(d) for d in above)
+            result = _dtypes.promote(*[d for d in above if _category(d) == best])
+    return result or _dtypes.default_float()
 
 
 def _raw(x):
@@ -536,6 +555,8 @@ class Tensor:
             if dtype not in Tensor._TYPE_NAMES:
                 _tracing.unmodelled(f"Tensor.type({dtype!r})")
             dtype = getattr(_dtypes, Tensor._TYPE_NAMES[dtype])
+        if isinstance(dtype, type):  # a typed class: t.type(torch.cuda.HalfTensor)
+            dtype = dtype.dtype
         if dtype is self.dtype:
             return self
         if dtype.is_floating_point:
@@ -613,11 +634,22 @@ class Tensor:
     def clone(self, memory_format=None):
         return self._copy("clone", memory_format)
 
-    def requires_grad_(self, flag=True):
-        self.requires_grad = flag
+    def requires_grad_(self, requires_grad=True):
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf "
+                               "variables. If you want to use a computed variable in "
+                               "a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require "
+                               "gradients")
+        self.requires_grad = _py_bool(requires_grad)
         return self
 
-    def numpy(self):
+    def numpy(self, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         return self._a
 
     # ---- arithmetic -------------------------------------------------------
@@ -1220,6 +1252,10 @@ class Tensor:
             # (zero_, fill_, copy_): a proof covers every value of the
             # weights, so it keeps its own. Writes in the forward are real.
             return self
+        if _autograd.GradMode.enabled and target.requires_grad and target.grad_fn is None:
+            raise RuntimeError(("a view of a leaf Variable" if base is not None else
+                                "a leaf Variable") + " that requires grad is being used "
+                               "in an in-place operation.")
         result = self._as_own_dtype(result)
         self._bump_version()
         tracked = _autograd.GradMode.enabled and (
@@ -1388,16 +1424,16 @@ class Tensor:
         return random.bernoulli(self, p, generator=generator)
 
     def random_(self, *args, **kwargs):
-        _tracing.unmodelled("Tensor.random_ (random integers)")
+        raise Unsupported("Tensor.random_ (random integers) is not modelled")
 
     def cauchy_(self, *args, **kwargs):
-        _tracing.unmodelled("Tensor.cauchy_")
+        raise Unsupported("Tensor.cauchy_ is not modelled")
 
     def log_normal_(self, *args, **kwargs):
-        _tracing.unmodelled("Tensor.log_normal_")
+        raise Unsupported("Tensor.log_normal_ is not modelled")
 
     def geometric_(self, *args, **kwargs):
-        _tracing.unmodelled("Tensor.geometric_")
+        raise Unsupported("Tensor.geometric_ is not modelled")
 
     def _reinit(self, generator=None):
         """A torch.nn.init initialiser: in the entry, see _reinit_symbolic (the
