@@ -64,10 +64,37 @@ def default_float():
     return _default[0]
 
 
+_FLOAT8 = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+_WIDE_UNSIGNED = (uint16, uint32, uint64)
+_SIGNED = (int8, int16, int32, int64)
+
+
+def _promote_pair(a, b):
+    """torch.promote_types(a, b), PyTorch's table."""
+    if a is b:
+        return a
+    if a is bool or b is bool:
+        return b if a is bool else a
+    if any(d in _FLOAT8 or d in _WIDE_UNSIGNED or d.is_complex for d in (a, b)):
+        # PyTorch refuses the float8 and wide unsigned promotions; complex
+        # values are not modelled. Never guess one.
+        from ._tracing import Unsupported
+        raise Unsupported(f"promoting torch.{a.name} with torch.{b.name}")
+    if a.is_floating_point != b.is_floating_point:
+        return a if a.is_floating_point else b
+    if a.is_floating_point:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize > b.itemsize else b
+    if a is uint8 or b is uint8:  # with a signed integer
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a.itemsize > b.itemsize else b
+
+
 def promote(*dtypes):
-    floats = [d for d in dtypes if d.is_floating_point]
-    if floats:
-        return max(floats, key=lambda d: (d.itemsize, d.name == "float32"))
-    if dtypes and all(d is bool for d in dtypes):
-        return bool
-    return int64
+    """The promoted dtype of several (int64 for none: a Python integer)."""
+    result = None
+    for d in dtypes:
+        result = d if result is None else _promote_pair(result, d)
+    return int64 if result is None else result

@@ -1,15 +1,31 @@
-"""torch.jit: decorators are identities."""
+"""torch.jit: nothing is ever scripted, so the decorators are identities:
+TorchScript keeps the semantics of the Python it compiles, and that Python is
+what is traced."""
+from . import _tracing
+
+_SAME = "a scripted function computes what its Python does, and the Python is traced"
 
 
-def script(fn=None, *a, **k):
-    return fn if fn is not None else (lambda f: f)
+@_tracing.no_effect(optimize=_SAME, _frames_up=_SAME, _rcb=_SAME, example_inputs=_SAME)
+def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    return obj
 
 
-def ignore(fn=None, *a, **k):
-    return fn if fn is not None else (lambda f: f)
+@_tracing.no_effect(kwargs=_SAME)
+def ignore(drop=False, **kwargs):
+    """`@torch.jit.ignore` or `@torch.jit.ignore(drop=...)`: whether the
+    scripted module keeps the function only matters to TorchScript."""
+    if callable(drop):
+        return drop
+    return lambda fn: fn
 
 
-unused = export = ignore
+def unused(fn):
+    return fn
+
+
+def export(fn):
+    return fn
 
 
 def is_scripting():

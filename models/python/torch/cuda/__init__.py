@@ -1,5 +1,16 @@
-"""torch.cuda: harmless no-ops; the simulated device always exists."""
+"""torch.cuda: the simulated device always exists. Device selection, memory
+queries and streams cannot change a value here: the stand-in runs every op at
+once, in program order, on one simulated device (so a missing synchronisation
+between streams, a race on real hardware, is not found). CUDA graph capture
+and autocasting change what runs, and are not modelled."""
 import contextlib
+
+from .. import _tracing
+
+_DEVICE = "one simulated device: which one is asked for changes no value"
+_NO_HARDWARE = "no hardware behind it: the simulated device reports fixed numbers"
+_IN_ORDER = "every op runs at once, in program order: nothing is ever pending"
+_REJECTED = "every call is rejected: CUDA graph capture is not modelled"
 
 
 def is_available():
@@ -14,11 +25,13 @@ def device_count():
     return 1
 
 
-def set_device(d):
+@_tracing.no_effect(device=_DEVICE, function=_DEVICE)
+def set_device(device):
     return None
 
 
-def synchronize(*a):
+@_tracing.no_effect(device=_DEVICE, function=_IN_ORDER)
+def synchronize(device=None):
     return None
 
 
@@ -38,27 +51,31 @@ def is_current_stream_capturing():
     return False
 
 
-def memory_stats(*a, **k):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def memory_stats(device=None):
     return {}
 
 
-def memory_snapshot(*a, **k):
+@_tracing.no_effect(mempool=_NO_HARDWARE)
+def memory_snapshot(mempool=None):
     return []
 
 
-# Monitoring queries: no hardware behind them.
-def utilization(*a, **k):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def utilization(device=None):
     return 0
 
 
 temperature = power_draw = clock_rate = device_memory_used = utilization
 
 
-def get_device_capability(*a):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def get_device_capability(device=None):
     return (9, 0)
 
 
-def get_device_name(*a):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def get_device_name(device=None):
     return "NVIDIA H100 (shardproof simulated)"
 
 
@@ -69,11 +86,13 @@ class _DeviceProperties:
     total_memory = 80 * 2 ** 30
 
 
-def get_device_properties(*a):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def get_device_properties(device=None):
     return _DeviceProperties()
 
 
-def is_bf16_supported(*a, **k):
+@_tracing.no_effect(including_emulation=_NO_HARDWARE)
+def is_bf16_supported(including_emulation=True):
     return True
 
 
@@ -93,108 +112,169 @@ def _lazy_call(callable, **kwargs):  # noqa: A002 (torch's name)
 class device:
     """The `with torch.cuda.device(i)` context: one simulated device."""
 
+    @_tracing.no_effect(device=_DEVICE)
     def __init__(self, device):
         self.idx = 0
 
+    @_tracing.no_effect(function=_DEVICE)
     def __enter__(self):
         return self
 
+    @_tracing.no_effect(exc=_DEVICE)
     def __exit__(self, *exc):
         return False
 
 
-def memory_allocated(*a, **k):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def memory_allocated(device=None):
     return 0
 
 
 max_memory_allocated = memory_reserved = max_memory_reserved = memory_allocated
 
 
-def reset_peak_memory_stats(*a, **k):
+@_tracing.no_effect(device=_NO_HARDWARE, function=_NO_HARDWARE)
+def reset_peak_memory_stats(device=None):
     return None
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
 
 
-def mem_get_info(*a):
+@_tracing.no_effect(device=_NO_HARDWARE)
+def mem_get_info(device=None):
     return (_DeviceProperties.total_memory, _DeviceProperties.total_memory)
 
 
+@_tracing.no_effect(function="frees cached memory only")
 def empty_cache():
     return None
 
 
 class Stream:
-    def __init__(self, *a, **k):
-        pass
+    """A stream: ordering between streams is the program's order here."""
 
-    def wait_stream(self, *a):
-        pass
+    @_tracing.no_effect(device=_DEVICE, priority=_IN_ORDER, kwargs=_IN_ORDER)
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device = device
 
+    @_tracing.no_effect(stream=_IN_ORDER, function=_IN_ORDER)
+    def wait_stream(self, stream):
+        return None
+
+    @_tracing.no_effect(function=_IN_ORDER)
     def synchronize(self):
-        pass
+        return None
 
-    def wait_event(self, *a):
-        pass
+    @_tracing.no_effect(event=_IN_ORDER, function=_IN_ORDER)
+    def wait_event(self, event):
+        return None
 
     def record_event(self, event=None):
-        return event if event is not None else Event()
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def query(self):
+        return True
 
 
 ExternalStream = Stream
+def _streams():
+    """The default stream first, the current one last (state of one run)."""
+    return _tracing.state.per_run.setdefault("cuda.streams", [Stream()])
 
 
-def current_stream(*a):
-    return Stream()
+@_tracing.no_effect(device=_DEVICE)
+def current_stream(device=None):
+    return _streams()[-1]
 
 
-default_stream = current_stream
+@_tracing.no_effect(device=_DEVICE)
+def default_stream(device=None):
+    return _streams()[0]
 
 
-def set_stream(s):
-    return None
+def set_stream(stream):
+    if stream is None:
+        return
+    streams = _streams()
+    if len(streams) == 1:  # the default stays the default
+        streams.append(stream)
+    else:
+        streams[-1] = stream
 
 
 @contextlib.contextmanager
-def stream(s):
-    yield
+def stream(stream):  # noqa: F811 (torch's names)
+    """The given stream is current inside the block (None: no change)."""
+    if stream is None:
+        yield
+        return
+    streams = _streams()
+    streams.append(stream)
+    try:
+        yield
+    finally:
+        streams.pop()
 
 
 class Event:
-    def __init__(self, *a, **k):
-        pass
+    """An event: every op before it has run when it is recorded."""
 
-    def record(self, *a):
-        pass
+    @_tracing.no_effect(enable_timing=_IN_ORDER, blocking=_IN_ORDER,
+                        interprocess=_IN_ORDER)
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.recorded = False
 
-    def wait(self, *a):
-        pass
+    @_tracing.no_effect(stream=_IN_ORDER)
+    def record(self, stream=None):
+        self.recorded = True
 
+    @_tracing.no_effect(stream=_IN_ORDER, function=_IN_ORDER)
+    def wait(self, stream=None):
+        return None
+
+    @_tracing.no_effect(function=_IN_ORDER)
     def synchronize(self):
-        pass
+        return None
 
     def query(self):
         return True
 
 
 class CUDAGraph:
-    """Capturing a graph replays the same ops; the stand-in runs them eagerly."""
+    """A CUDA graph: while one is captured its ops do not run (replay runs
+    them), which the stand-in does not model; making one is harmless."""
 
-    def __init__(self, *a, **k):
-        pass
+    def __init__(self, keep_graph=False):
+        self.keep_graph = keep_graph
 
-    def capture_begin(self, *a, **k):
-        pass
+    @_tracing.no_effect(pool=_REJECTED, capture_error_mode=_REJECTED)
+    def capture_begin(self, pool=None, capture_error_mode="global"):
+        _tracing.unmodelled("CUDA graph capture (CUDAGraph.capture_begin)")
 
     def capture_end(self):
-        pass
+        _tracing.unmodelled("CUDA graph capture (CUDAGraph.capture_end)")
 
     def replay(self):
-        raise NotImplementedError("replaying a captured CUDA graph")
+        _tracing.unmodelled("replaying a captured CUDA graph")
 
-    def register_generator_state(self, *a):
-        pass
+    @_tracing.no_effect(generator=_REJECTED)
+    def register_generator_state(self, generator):
+        _tracing.unmodelled("CUDA graph capture (CUDAGraph.register_generator_state)")
+
+
+@_tracing.no_effect(cuda_graph=_REJECTED, pool=_REJECTED, stream=_REJECTED,
+                    capture_error_mode=_REJECTED)
+def graph(cuda_graph, pool=None, stream=None, capture_error_mode="global"):
+    _tracing.unmodelled("CUDA graph capture (torch.cuda.graph)")
+
+
+@_tracing.no_effect(callables=_REJECTED, sample_args=_REJECTED, args=_REJECTED,
+                    kwargs=_REJECTED)
+def make_graphed_callables(callables, sample_args, *args, **kwargs):
+    _tracing.unmodelled("CUDA graph capture (torch.cuda.make_graphed_callables)")
 
 
 def graph_pool_handle():
@@ -202,23 +282,30 @@ def graph_pool_handle():
 
 
 class amp:
-    @staticmethod
-    def autocast(*a, **k):
-        return contextlib.nullcontext()
+    """torch.cuda.amp: autocasting is torch.autocast("cuda"); enabling it is
+    not modelled, so custom_fwd's cast_inputs (which acts only inside an
+    enabled autocast region) and custom_bwd change nothing."""
 
     @staticmethod
-    def custom_fwd(fn=None, **k):
-        return fn if fn is not None else (lambda f: f)
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        from .. import autocast, float16
+        return autocast("cuda", dtype=dtype or float16, enabled=enabled,
+                        cache_enabled=cache_enabled)
 
-    custom_bwd = custom_fwd
+    @staticmethod
+    @_tracing.no_effect(cast_inputs="acts only inside an enabled autocast region, "
+                        "and enabling autocast is rejected")
+    def custom_fwd(fwd=None, *, cast_inputs=None):
+        return fwd if fwd is not None else (lambda f: f)
+
+    @staticmethod
+    def custom_bwd(bwd):
+        return bwd
 
 
-def _tensor_types():
-    # torch.cuda.FloatTensor and friends: every stand-in tensor is on the
-    # simulated device, so they are the one Tensor class.
-    from .._tensor import Tensor
-    return Tensor
-
-
-FloatTensor = HalfTensor = BFloat16Tensor = LongTensor = IntTensor = \
-    ByteTensor = BoolTensor = DoubleTensor = _tensor_types()
+# torch.cuda.FloatTensor and friends: every stand-in tensor is on the one
+# simulated device, so they are torch.FloatTensor and friends.
+from .. import (  # noqa: E402,F401
+    FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor,
+    ShortTensor, CharTensor, ByteTensor, BoolTensor,
+)

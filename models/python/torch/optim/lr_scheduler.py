@@ -1,18 +1,55 @@
-"""torch.optim.lr_scheduler: learning-rate schedules change no gradient; the
-base classes keep PyTorch's bookkeeping so that framework subclasses build."""
+"""torch.optim.lr_scheduler: PyTorch's LRScheduler protocol (the first
+step taken when it is made, each step writing the new rates into the
+optimizer's groups, which the modelled optimizers' steps then use) and
+LambdaLR."""
+import types
+
+from .. import _tracing
+
+_PRINTS = "it only prints the new rates"
 
 
 class LRScheduler:
-    def __init__(self, optimizer, last_epoch=-1, verbose=False):
+    @_tracing.no_effect(verbose=_PRINTS)
+    def __init__(self, optimizer, last_epoch=-1, verbose="deprecated"):
+        from .. import Tensor
         self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
+        else:
+            for k, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{k}] "
+                                   "when resuming an optimizer")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
-        self.base_lrs = [g.get("initial_lr", g.get("lr")) for g in optimizer.param_groups]
+        self._step_count = 0
+        self.step()
+
+    def get_lr(self):
+        raise NotImplementedError
 
     def get_last_lr(self):
-        return [g.get("lr") for g in self.optimizer.param_groups]
+        return self._last_lr
 
     def step(self, epoch=None):
-        self.last_epoch += 1
+        from .. import Tensor
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:  # deprecated in PyTorch, still honoured
+            self.last_epoch = epoch
+            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") \
+                else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            if isinstance(group["lr"], Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self):
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
@@ -25,6 +62,33 @@ _LRScheduler = LRScheduler
 
 
 class LambdaLR(LRScheduler):
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose=False):
-        self.lr_lambdas = lr_lambda
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose="deprecated"):
+        self.optimizer = optimizer
+        groups = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != groups:
+                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * groups
         super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        return [base_lr * lmbda(self.last_epoch)
+                for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+    def state_dict(self):
+        """As PyTorch: a plain function is not saved, a callable object's
+        attributes are."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        saved_lambdas = state.pop("lr_lambdas")
+        self.__dict__.update(state)
+        for fn, saved in zip(self.lr_lambdas, saved_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)

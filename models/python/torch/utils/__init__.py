@@ -1,2 +1,3 @@
-"""torch.utils: only the submodules the stand-in models; the others
-(data, checkpoint, ...) are unmodelled modules under the import policy."""
+"""torch.utils: only the submodules the stand-in models (checkpoint,
+cpp_extension); the others (data, ...) are unmodelled modules under the
+import policy."""
