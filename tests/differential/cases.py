@@ -553,6 +553,42 @@ def _global_forward_hook(x):
         return _Scale()(x)
 
 
+_HOOKS_2X = "with_kwargs" in torch.nn.Module.register_forward_hook.__code__.co_varnames
+
+
+def _hooks_2x(x, y):
+    """torch 2.x hook options (with_kwargs, prepend, always_call, backward
+    pre-hooks); under torch 1.13 the same computation spelled with 1.13's
+    hooks, so both must agree."""
+    m = _Scale()
+    if _HOOKS_2X:
+        m.register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] * 2.0,), {"y": y}),
+                                    with_kwargs=True)
+        m.register_forward_hook(lambda mod, args, kwargs, out: out + kwargs["y"],
+                                with_kwargs=True)
+        m.register_forward_hook(lambda mod, args, out: out * 3.0, prepend=True,
+                                always_call=True)
+        m.register_full_backward_pre_hook(lambda mod, gout: (gout[0] * 0.25,))
+        return m(x)
+    m.register_forward_pre_hook(lambda mod, args: (args[0] * 2.0, y))
+    m.register_forward_hook(lambda mod, args, out: out * 3.0)
+    m.register_forward_hook(lambda mod, args, out: out + y)
+    # The backward pre-hook scales the gradient of what the module returns
+    # after its forward hooks.
+    return _ScaleGrad.apply(m(x), 0.25)
+
+
+class _ScaleGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, factor):
+        ctx.factor = factor
+        return t * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None
+
+
 def _relu_inplace(x):
     y = x * 1.0
     z = F.relu(y, inplace=True)
@@ -625,4 +661,35 @@ CASES.update({
     "backward_hook_tuple_output": ([(3,), (3,)], _backward_hook_tuple_output),
     "backward_hook_no_input_grad": ([(3,)], _backward_hook_no_input_grad),
     "global_forward_hook": ([(3,)], _global_forward_hook),
+    "hooks_2x_options": ([(3,), (3,)], _hooks_2x),
+    "leaky_relu": ([(6,)], lambda x: F.leaky_relu(x, 0.2) + torch.nn.LeakyReLU()(x * 2)
+                   + F.leaky_relu(x - x.detach(), 0.3)),
+    "normalize": ([(2, 3)], lambda x: F.normalize(x) + F.normalize(x, dim=0, eps=0.5)),
+    "flatten_unflatten_modules": ([(2, 3, 2)], lambda x: torch.nn.Unflatten(1, (2, 3))(
+        torch.nn.Flatten()(x)) * 2),
+})
+
+
+# ---- type promotion and in-place formats (lead) ----------------------------
+# Values stay exact in every format here (0 and 1), so only dtypes can differ.
+def _inplace_keeps_format(x, copy):
+    buf = torch.zeros(2, 3, dtype=torch.float16)
+    if copy:
+        buf.copy_(x * 0.0 + 1.0)
+    else:
+        buf.add_(x * 0.0)
+    return buf
+
+
+_MASK = [[True, False, True], [False, True, True]]
+
+CASES.update({
+    "dtype_int32_plus_python_int": ([(2, 3)], lambda x: torch.tensor(_MASK).to(torch.int32) + 1),
+    "dtype_bool_plus_python_int": ([(2, 3)], lambda x: torch.tensor(_MASK) + 1),
+    "dtype_int_times_python_float": ([(2, 3)], lambda x: torch.tensor(_MASK).long() * 0.5),
+    "dtype_half_times_zero_dim_float": ([(2, 3)], lambda x: x.half() * 0.0 + torch.tensor(1.0)),
+    "dtype_int_times_zero_dim_double": ([(2, 3)], lambda x: torch.tensor(_MASK).to(torch.int32) *
+                                        torch.tensor(2.0, dtype=torch.float64)),
+    "dtype_inplace_add_keeps_buffer_format": ([(2, 3)], lambda x: _inplace_keeps_format(x, False)),
+    "dtype_copy_into_narrower_buffer": ([(2, 3)], lambda x: _inplace_keeps_format(x, True)),
 })
