@@ -5,9 +5,10 @@
 namespace shardproof::checkers {
 
 bool Lemmas::replaceable(TermId term) const {
-  // Leaves and constants are as small as a variable already.
+  // Leaves and constants are as small as a variable already; an extended
+  // value (-inf, NaN) must never stand behind a finite variable.
   auto op = store_.node(term).op;
-  return op != terms::Op::Var && op != terms::Op::Const;
+  return op != terms::Op::Var && op != terms::Op::Const && op != terms::Op::Ext;
 }
 
 void Lemmas::add(const DistributedValue &value, const Layout &layout,

@@ -54,27 +54,64 @@ std::optional<std::size_t> first_difference(const terms::TermStore &store,
 namespace {
 using ValueMap = std::map<TermId, double>;
 
+// Both sides of pairs compared at one point of the variables, with real
+// semantics and never a difference made by floating point. Evaluations are
+// memoised across the pairs of one point.
+class Point {
+public:
+  enum class Comparison { Equal, Differs, Undecided };
+
+  Point(const terms::TermStore &store, std::function<double(TermId)> values)
+      : store_(store), values_(std::move(values)), doubles_(store_, values_),
+        long_doubles_(store_,
+                      [this](TermId v) { return static_cast<long double>(values_(v)); }),
+        exact_(store_, [this](TermId v) { return mpq_class(values_(v)); }) {}
+
+  // Doubles first (cheap); a pair they do not show equal is decided by exact
+  // rationals where both sides have them (no transcendental function), and
+  // otherwise differs only if both doubles are finite and their gap is far
+  // above their rounding error, measured against long double. An exact value
+  // is never compared with a floating one. Overflow, NaN, or a gap within
+  // rounding error leave the point Undecided: not a counterexample.
+  Comparison compare(TermId lhs, TermId rhs) {
+    auto a = doubles_(lhs), b = doubles_(rhs);
+    if (!a || !b)
+      return Comparison::Undecided;
+    bool finite = std::isfinite(*a) && std::isfinite(*b);
+    if (finite && terms::nearly_equal(*a, *b))
+      return Comparison::Equal;
+    auto qa = exact_(lhs), qb = exact_(rhs);
+    if (qa && qb)
+      return *qa == *qb ? Comparison::Equal : Comparison::Differs;
+    if (!finite)
+      return Comparison::Undecided;
+    auto pa = long_doubles_(lhs), pb = long_doubles_(rhs);
+    if (!pa || !pb || !std::isfinite(*pa) || !std::isfinite(*pb))
+      return Comparison::Undecided;
+    long double gap = std::fabs(*pa - *pb);
+    long double rounding = std::fabs(*pa - *a) + std::fabs(*pb - *b);
+    bool clear = gap > 64 * rounding &&
+                 !terms::nearly_equal(static_cast<double>(*pa), static_cast<double>(*pb));
+    return clear ? Comparison::Differs : Comparison::Undecided;
+  }
+
+  double value(TermId term) { return doubles_(term).value_or(NAN); }
+
+private:
+  const terms::TermStore &store_;
+  std::function<double(TermId)> values_;
+  DoubleEvaluator doubles_;
+  terms::LongDoubleEvaluator long_doubles_;
+  ExactEvaluator exact_;
+};
+
 bool differs_at(const terms::TermStore &store, TermId lhs, TermId rhs,
                 const ValueMap &values) {
-  auto lookup = [&](TermId v) {
+  Point point(store, [&](TermId v) {
     auto it = values.find(v);
     return it == values.end() ? 0.0 : it->second;
-  };
-  DoubleEvaluator eval(store, lookup);
-  auto a = eval(lhs), b = eval(rhs);
-  return a && b && !terms::nearly_equal(*a, *b);
-}
-
-// For terms without transcendental functions the exact value decides; a
-// difference that is only rounding noise is not a counterexample.
-bool exactly_equal(const terms::TermStore &store, TermId lhs, TermId rhs,
-                   const ValueMap &values) {
-  ExactEvaluator eval(store, [&](TermId v) {
-    auto it = values.find(v);
-    return it == values.end() ? mpq_class(0) : mpq_class(it->second);
   });
-  auto a = eval(lhs), b = eval(rhs);
-  return a && b && *a == *b;
+  return point.compare(lhs, rhs) == Point::Comparison::Differs;
 }
 } // namespace
 
@@ -130,24 +167,112 @@ Verdict unknown(std::string why) {
   return v;
 }
 
-// A refutation stands only if the difference survives real semantics: exact
-// rationals where the terms allow it, doubles with real functions otherwise.
-std::optional<Verdict> confirmed_refutation(const terms::TermStore &store,
-                                            std::span<const TermId> lhs,
-                                            std::span<const TermId> rhs,
-                                            const std::function<double(TermId)> &values,
-                                            std::string method) {
-  auto index = first_difference(store, lhs, rhs, values);
-  if (!index)
-    return std::nullopt;
-  Counterexample cex = minimise(store, lhs[*index], rhs[*index], values, *index);
-  if (exactly_equal(store, lhs[*index], rhs[*index], cex.values))
-    return std::nullopt;
-  Verdict v;
-  v.kind = Verdict::Kind::Refuted;
-  v.method = std::move(method);
-  v.counterexample = std::move(cex);
-  return v;
+// A refutation stands only if the difference survives real semantics (see
+// Point::compare); `undecided` says that some pair could not be compared at
+// this point (floating point overflowed or lost the difference).
+struct Falsification {
+  std::optional<Verdict> refuted;
+  bool undecided = false;
+};
+
+Falsification falsify_at(const terms::TermStore &store, std::span<const TermId> lhs,
+                         std::span<const TermId> rhs,
+                         const std::function<double(TermId)> &values,
+                         const std::string &method) {
+  Falsification out;
+  Point point(store, values);
+  for (std::size_t i = 0; i < lhs.size(); ++i) {
+    switch (point.compare(lhs[i], rhs[i])) {
+    case Point::Comparison::Equal:
+      continue;
+    case Point::Comparison::Undecided:
+      out.undecided = true;
+      continue;
+    case Point::Comparison::Differs: {
+      // minimise keeps only points where the pair still Differs.
+      Verdict v;
+      v.kind = Verdict::Kind::Refuted;
+      v.method = method;
+      v.counterexample = minimise(store, lhs[i], rhs[i], values, i);
+      out.refuted = std::move(v);
+      return out;
+    }
+    }
+  }
+  return out;
+}
+
+constexpr std::string_view kOverflow =
+    "; evaluating a counterexample overflowed floating point (inf or NaN) or "
+    "lost the difference in rounding, even at smaller values, so no difference "
+    "is confirmed";
+
+// A pair with an extended side (-inf, inf, NaN: term_store.h) is decided here,
+// never by the normal form or the solver over the reals. The same infinity on
+// both sides is equal. NaN is equal to nothing, as in torch.allclose and
+// assert_close by default: NaN on both sides is "could not prove", never
+// "proved". An infinity or NaN against a real term is a difference once the
+// real term evaluates finite somewhere (it is finite for every value of the
+// variables over the reals; the point shows that floating point agrees).
+struct ExtendedPair {
+  enum class Result { Equal, Differs, Unknown } result = Result::Equal;
+  std::string why;
+  Counterexample counterexample;
+};
+
+ExtendedPair decide_extended(const terms::TermStore &store, TermId lhs, TermId rhs,
+                             const ProverOptions &options) {
+  using terms::Extended;
+  ExtendedPair out;
+  auto kind = [&](TermId t) -> std::optional<Extended> {
+    if (!store.is_extended(t))
+      return std::nullopt;
+    return store.extended_value(t);
+  };
+  auto a = kind(lhs), b = kind(rhs);
+  if (a == Extended::Unmodelled || b == Extended::Unmodelled) {
+    out.result = ExtendedPair::Result::Unknown;
+    out.why = "an element comes from an operation on an infinity or NaN that no "
+              "sound rule decides (an infinity times a symbolic value, a symbolic "
+              "choice of -inf)";
+    return out;
+  }
+  if (a == Extended::NaN && b == Extended::NaN) {
+    out.result = ExtendedPair::Result::Unknown;
+    out.why = "an element is NaN on both sides (a fully masked softmax row, inf - "
+              "inf, 0 * inf): NaN equals nothing, as in torch.allclose";
+    return out;
+  }
+  if (a && b) {
+    if (*a != *b) {
+      out.result = ExtendedPair::Result::Differs;
+      DoubleEvaluator eval(store, [](TermId) { return 0.0; });
+      out.counterexample.lhs = eval(lhs).value_or(NAN);
+      out.counterexample.rhs = eval(rhs).value_or(NAN);
+    }
+    return out; // the same infinity: equal
+  }
+  TermId real = a ? rhs : lhs;
+  TermId roots[] = {real};
+  std::vector<TermId> vars = terms::variables_of(store, roots);
+  for (unsigned k = 0; k <= options.random_points; ++k) {
+    // The point 0 first: the simplest example.
+    auto values = [&](TermId v) { return k == 0 ? 0.0 : sample_value(options.seed, k - 1, v); };
+    DoubleEvaluator eval(store, values);
+    auto x = eval(real);
+    if (!x || !std::isfinite(*x))
+      continue;
+    out.result = ExtendedPair::Result::Differs;
+    for (TermId v : vars)
+      out.counterexample.values[v] = values(v);
+    out.counterexample.lhs = eval(lhs).value_or(NAN);
+    out.counterexample.rhs = eval(rhs).value_or(NAN);
+    return out;
+  }
+  out.result = ExtendedPair::Result::Unknown;
+  out.why = fmt::format("an element is {} on one side and a real value on the other{}",
+                        store.to_string(a ? lhs : rhs), kOverflow);
+  return out;
 }
 } // namespace
 
@@ -170,11 +295,43 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
                                  var.name, var.origin));
   }
 
+  // 0. Extended elements (-inf, NaN) are decided by their own rules; a
+  //    difference there is final, an undecided one keeps the whole
+  //    obligation from being proved.
+  std::optional<std::string> extended_unknown;
+  std::vector<std::size_t> real_index;
+  for (std::size_t i = 0; i < lhs.size(); ++i) {
+    if (!store.is_extended(lhs[i]) && !store.is_extended(rhs[i])) {
+      real_index.push_back(i);
+      continue;
+    }
+    ExtendedPair pair = decide_extended(store, lhs[i], rhs[i], options);
+    if (pair.result == ExtendedPair::Result::Differs) {
+      Verdict v;
+      v.kind = Verdict::Kind::Refuted;
+      v.method = "extended reals";
+      v.counterexample = std::move(pair.counterexample);
+      v.counterexample->element = i;
+      return v;
+    }
+    if (pair.result == ExtendedPair::Result::Unknown && !extended_unknown)
+      extended_unknown = std::move(pair.why);
+  }
+  // Proved pairs are proved; an undecided extended one overrides "proved".
+  auto proved = [&](std::string method) {
+    if (extended_unknown)
+      return unknown(*extended_unknown);
+    Verdict v;
+    v.kind = Verdict::Kind::Proved;
+    v.method = std::move(method);
+    return v;
+  };
+
   // 1. Normalize: equal canonical forms prove a pair outright.
   terms::Normalizer normalizer(store);
   std::vector<TermId> open_lhs, open_rhs;
   std::vector<std::size_t> open_index; // position in lhs/rhs of each open pair
-  for (std::size_t i = 0; i < lhs.size(); ++i) {
+  for (std::size_t i : real_index) {
     auto a = normalizer.normalize(lhs[i]);
     auto b = normalizer.normalize(rhs[i]);
     if (a && b && *a == *b)
@@ -188,20 +345,25 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
     v.counterexample->element = open_index[v.counterexample->element];
     return v;
   };
-  if (open_lhs.empty()) {
-    Verdict v;
-    v.kind = Verdict::Kind::Proved;
-    v.method = "normal form";
-    return v;
-  }
+  if (open_lhs.empty())
+    return proved("normal form");
 
-  // 2. Falsify: concrete evaluation at pseudo-random points.
+  // 2. Falsify: concrete evaluation at pseudo-random points. Where floating
+  //    point cannot compare a pair at a point (exp overflowed), the point is
+  //    tried again nearer 0.
+  bool overflowed = false;
   for (unsigned k = 0; k < options.random_points; ++k) {
-    auto values = [&](TermId v) { return sample_value(options.seed, k, v); };
-    if (auto refuted =
-            confirmed_refutation(store, open_lhs, open_rhs, values, "evaluation"))
-      return located(*refuted);
+    for (double scale : {1.0, 1.0 / 8, 1.0 / 64}) {
+      auto values = [&](TermId v) { return scale * sample_value(options.seed, k, v); };
+      Falsification f = falsify_at(store, open_lhs, open_rhs, values, "evaluation");
+      if (f.refuted)
+        return located(*f.refuted);
+      if (!f.undecided)
+        break;
+      overflowed = true;
+    }
   }
+  const std::string_view overflow_note = overflowed ? kOverflow : std::string_view();
 
   // 3. Z3 decides the rest.
   std::vector<std::pair<TermId, TermId>> pairs;
@@ -213,12 +375,8 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
           .count();
   switch (answer.result) {
-  case SmtAnswer::Result::Unsat: {
-    Verdict v;
-    v.kind = Verdict::Kind::Proved;
-    v.method = "z3";
-    return v;
-  }
+  case SmtAnswer::Result::Unsat:
+    return proved("z3");
   case SmtAnswer::Result::Sat: {
     std::map<TermId, double> model;
     for (const auto &[var, value] : answer.model)
@@ -227,9 +385,14 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
       auto it = model.find(v);
       return it == model.end() ? 0.0 : it->second;
     };
-    if (auto refuted = confirmed_refutation(store, open_lhs, open_rhs, values,
-                                            "z3 model, confirmed by evaluation"))
-      return located(*refuted);
+    Falsification f = falsify_at(store, open_lhs, open_rhs, values,
+                                 "z3 model, confirmed by evaluation");
+    if (f.refuted)
+      return located(*f.refuted);
+    if (f.undecided || overflowed)
+      return unknown(fmt::format("the solver found a counterexample over the reals "
+                                 "with nonlinear functions read as uninterpreted{}",
+                                 kOverflow));
     return unknown("the solver's counterexample relies on an uninterpreted "
                    "reading of a nonlinear function and does not survive its "
                    "real semantics");
@@ -237,9 +400,10 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   case SmtAnswer::Result::Unknown:
     // Z3 4.8's reason strings are unreliable; elapsed time is not.
     if (elapsed_ms >= 0.9 * solver_ms)
-      return unknown(
-          fmt::format("the solver did not finish within {:.1f} s", solver_ms / 1000.0));
-    return unknown("the solver gave up (incomplete for nonlinear arithmetic)");
+      return unknown(fmt::format("the solver did not finish within {:.1f} s{}",
+                                 solver_ms / 1000.0, overflow_note));
+    return unknown(fmt::format("the solver gave up (incomplete for nonlinear arithmetic){}",
+                               overflow_note));
   }
   return unknown("unreachable");
 }
@@ -275,10 +439,16 @@ std::string encode_verdict(const Verdict &verdict) {
     auto values = nlohmann::json::array();
     for (const auto &[var, value] : cex->values)
       values.push_back({var, value});
+    // JSON has no inf or NaN (nlohmann writes null): they travel as text.
+    auto number = [](double x) -> nlohmann::json {
+      if (std::isfinite(x))
+        return x;
+      return std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf";
+    };
     j["counterexample"] = {{"values", values},
                            {"element", cex->element},
-                           {"lhs", cex->lhs},
-                           {"rhs", cex->rhs}};
+                           {"lhs", number(cex->lhs)},
+                           {"rhs", number(cex->rhs)}};
   }
   return j.dump();
 }
@@ -295,8 +465,11 @@ Verdict decode_verdict(const std::string &text) {
     for (const auto &entry : c.at("values"))
       cex.values[entry.at(0).get<TermId>()] = entry.at(1).get<double>();
     cex.element = c.at("element").get<std::size_t>();
-    auto number = [](const nlohmann::json &x) {
-      return x.is_number() ? x.get<double>() : NAN; // NaN travels as null
+    auto number = [](const nlohmann::json &x) -> double {
+      if (x.is_number())
+        return x.get<double>();
+      std::string text = x.is_string() ? x.get<std::string>() : "nan";
+      return text == "inf" ? INFINITY : text == "-inf" ? -INFINITY : NAN;
     };
     cex.lhs = number(c.at("lhs"));
     cex.rhs = number(c.at("rhs"));

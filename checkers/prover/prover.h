@@ -1,7 +1,14 @@
 // The prover pipeline for one obligation, "lhs[i] == rhs[i] for every i and
 // every value of the variables": normalize ▸ falsify ▸ Z3. Three verdicts,
 // never blurred: a timeout, a crash or an unmodelled value is "could not
-// prove", and a difference is reported only when real semantics confirm it.
+// prove", and a difference is reported only when real semantics confirm it:
+// exactly in rationals, or in doubles that are finite on both sides and differ
+// far beyond their rounding error (never an overflow to inf or NaN, never an
+// exact value against a rounded one).
+// Elements that are -inf, inf or NaN (term_store.h) are decided apart: the
+// same infinity is equal; NaN is equal to nothing (torch.allclose's default),
+// so NaN on both sides is "could not prove"; an infinity or NaN against a
+// real value is a difference.
 #pragma once
 
 #include "checkers/prover/worker.h"

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <z3++.h>
 
+#include <stdexcept>
 #include <unordered_map>
 
 namespace shardproof::prover {
@@ -75,6 +76,10 @@ private:
     }
     case Op::Ite:
       return z3::ite((*this)(n.args[0]), (*this)(n.args[1]), (*this)(n.args[2]));
+    case Op::Ext:
+      // The prover decides extended elements before the solver runs; a real
+      // cannot stand for one.
+      throw std::logic_error("an extended value reached the solver");
     }
     return ctx_.real_val(0);
   }

@@ -28,12 +28,16 @@ private:
 };
 
 using DoubleEvaluator = Evaluator<double>;
+using LongDoubleEvaluator = Evaluator<long double>; // estimates doubles' rounding
 using ExactEvaluator = Evaluator<mpq_class>;
 
 extern template class Evaluator<double>;
+extern template class Evaluator<long double>;
 extern template class Evaluator<mpq_class>;
 
-// Relative closeness used wherever doubles stand for reals.
+// Relative closeness used wherever doubles stand for reals; the same
+// infinity is close to itself, and NaN to NaN (what layout inference wants:
+// the prover decides NaN elements itself, see prover.h).
 bool nearly_equal(double a, double b);
 
 } // namespace shardproof::terms

@@ -222,6 +222,7 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
     return make(v == 0 ? Poly{} : Poly{{Monomial{}, v}});
   }
   case Op::Var:
+  case Op::Ext: // only ever a whole element (term_store.h): an atom of its own
     return make(atom(term));
   case Op::Add: {
     Poly sum;

@@ -50,13 +50,18 @@ bool fn_from_name(std::string_view name, Fn &out) {
   return false;
 }
 
-double fn_eval(Fn fn, double x) {
+namespace {
+// One definition for both precisions: the falsifier's doubles and the long
+// doubles that estimate their rounding error.
+template <typename T> T fn_eval_in(Fn fn, T x) {
+  const T pi = static_cast<T>(3.14159265358979323846264338327950288L);
+  const T two = 2;
   switch (fn) {
   case Fn::Gelu:
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(two)));
   case Fn::GeluTanh:
-    return 0.5 * x *
-           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return T(0.5) * x *
+           (T(1) + std::tanh(std::sqrt(two / pi) * (x + T(0.044715) * x * x * x)));
   case Fn::Tanh:
     return std::tanh(x);
   case Fn::Exp:
@@ -68,29 +73,33 @@ double fn_eval(Fn fn, double x) {
   case Fn::Sqrt:
     return std::sqrt(x);
   case Fn::Rsqrt:
-    return 1.0 / std::sqrt(x);
+    return T(1) / std::sqrt(x);
   case Fn::Sigmoid:
-    return 1.0 / (1.0 + std::exp(-x));
+    return T(1) / (T(1) + std::exp(-x));
   case Fn::Silu:
-    return x / (1.0 + std::exp(-x));
+    return x / (T(1) + std::exp(-x));
   case Fn::Relu:
-    return x > 0 ? x : 0.0;
+    return x > 0 ? x : T(0);
   case Fn::Sin:
     return std::sin(x);
   case Fn::Cos:
     return std::cos(x);
   case Fn::GeluGrad: // Phi(x) + x phi(x)
-    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
-           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    return T(0.5) * (T(1) + std::erf(x / std::sqrt(two))) +
+           x * std::exp(-T(0.5) * x * x) / std::sqrt(two * pi);
   case Fn::GeluTanhGrad: {
-    const double k = std::sqrt(2.0 / M_PI);
-    double inner = k * (x + 0.044715 * x * x * x);
-    double t = std::tanh(inner);
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x);
+    const T k = std::sqrt(two / pi);
+    T inner = k * (x + T(0.044715) * x * x * x);
+    T t = std::tanh(inner);
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + 3 * T(0.044715) * x * x);
   }
   }
-  return NAN;
+  return static_cast<T>(NAN);
 }
+} // namespace
+
+double fn_eval(Fn fn, double x) { return fn_eval_in(fn, x); }
+long double fn_eval(Fn fn, long double x) { return fn_eval_in(fn, x); }
 
 std::size_t TermStore::NodeHash::operator()(const Node &n) const {
   std::size_t h = mix(static_cast<std::size_t>(n.op), n.payload);
@@ -131,9 +140,135 @@ TermId TermStore::constant(const mpq_class &given) {
 }
 
 TermId TermStore::constant_from_double(double value) {
-  if (!std::isfinite(value))
-    throw std::invalid_argument("non-finite constant");
+  if (std::isnan(value))
+    return extended(Extended::NaN);
+  if (std::isinf(value))
+    return extended(value < 0 ? Extended::NegInf : Extended::PosInf);
   return constant(mpq_class(value));
+}
+
+TermId TermStore::extended(Extended value) {
+  return intern(Node{Op::Ext, static_cast<std::uint32_t>(value), {}});
+}
+
+namespace {
+Extended flip(Extended e) {
+  return e == Extended::NegInf ? Extended::PosInf
+         : e == Extended::PosInf ? Extended::NegInf
+                                 : e;
+}
+// An infinity as a double; any finite real compares with it like 0 does.
+double as_double(Extended e) {
+  switch (e) {
+  case Extended::NegInf:
+    return -INFINITY;
+  case Extended::PosInf:
+    return INFINITY;
+  default:
+    return NAN;
+  }
+}
+} // namespace
+
+// NaN and Unmodelled absorb (NaN as IEEE says, Unmodelled first so that
+// nothing undecided is ever hidden by a NaN); opposite infinities make NaN;
+// an infinity plus any real is that infinity.
+std::optional<TermId> TermStore::extended_add(TermId a, TermId b) {
+  if (!is_extended(a) && !is_extended(b))
+    return std::nullopt;
+  if (is_unmodelled(a) || is_unmodelled(b))
+    return extended(Extended::Unmodelled);
+  if (!is_extended(a))
+    return b;
+  if (!is_extended(b))
+    return a;
+  Extended x = extended_value(a), y = extended_value(b);
+  if (x == Extended::NaN || y == Extended::NaN || x != y)
+    return extended(Extended::NaN);
+  return a;
+}
+
+// An infinity times a real is decided only for a concrete real: its sign
+// gives the infinity's, and 0 * inf is NaN. A symbolic factor may be 0 or of
+// either sign: Unmodelled.
+std::optional<TermId> TermStore::extended_mul(TermId a, TermId b) {
+  if (!is_extended(a) && !is_extended(b))
+    return std::nullopt;
+  if (is_unmodelled(a) || is_unmodelled(b))
+    return extended(Extended::Unmodelled);
+  if (!is_extended(a))
+    std::swap(a, b); // a is extended
+  Extended x = extended_value(a);
+  if (x == Extended::NaN || (is_extended(b) && extended_value(b) == Extended::NaN))
+    return extended(Extended::NaN);
+  if (is_extended(b))
+    return extended(extended_value(b) == Extended::NegInf ? flip(x) : x);
+  if (!is_const(b))
+    return extended(Extended::Unmodelled);
+  int sign = sgn(const_value(b));
+  if (sign == 0)
+    return extended(Extended::NaN);
+  return extended(sign > 0 ? x : flip(x));
+}
+
+// Comparisons with NaN are false; a finite real lies strictly between the
+// infinities whatever its value.
+std::optional<TermId> TermStore::extended_compare(bool strict, TermId a, TermId b) {
+  if (!is_extended(a) && !is_extended(b))
+    return std::nullopt;
+  if (is_unmodelled(a) || is_unmodelled(b))
+    return extended(Extended::Unmodelled);
+  double x = is_extended(a) ? as_double(extended_value(a)) : 0.0;
+  double y = is_extended(b) ? as_double(extended_value(b)) : 0.0;
+  return (strict ? x < y : x <= y) ? one_ : zero_;
+}
+
+// torch.maximum and torch.max propagate NaN; -inf is max's unit, +inf its
+// absorbing element (the reverse for min).
+std::optional<TermId> TermStore::extended_lattice(bool is_max, TermId a, TermId b) {
+  if (!is_extended(a) && !is_extended(b))
+    return std::nullopt;
+  if (is_unmodelled(a) || is_unmodelled(b))
+    return extended(Extended::Unmodelled);
+  if ((is_extended(a) && extended_value(a) == Extended::NaN) ||
+      (is_extended(b) && extended_value(b) == Extended::NaN))
+    return extended(Extended::NaN);
+  Extended unit = is_max ? Extended::NegInf : Extended::PosInf;
+  if (is_extended(a) && extended_value(a) == unit)
+    return b;
+  if (is_extended(b) && extended_value(b) == unit)
+    return a;
+  return is_extended(a) ? a : b; // the absorbing infinity
+}
+
+std::optional<TermId> TermStore::extended_app(Fn fn, TermId arg) {
+  if (!is_extended(arg))
+    return std::nullopt;
+  Extended x = extended_value(arg);
+  if (x == Extended::Unmodelled || x == Extended::NaN)
+    return arg;
+  bool negative = x == Extended::NegInf;
+  auto ext = [&](Extended e) { return extended(e); };
+  // Only functions whose limits PyTorch's kernels reach exactly; the rest
+  // (gelu(-inf) is -inf * 0 in some kernels) stay unmodelled.
+  switch (fn) {
+  case Fn::Exp:
+    return negative ? zero_ : ext(Extended::PosInf);
+  case Fn::Log:
+  case Fn::Sqrt:
+    return negative ? ext(Extended::NaN) : ext(Extended::PosInf);
+  case Fn::Rsqrt:
+    return negative ? ext(Extended::NaN) : zero_;
+  case Fn::Tanh:
+  case Fn::Erf:
+    return negative ? constant(-1) : one_;
+  case Fn::Sigmoid:
+    return negative ? zero_ : one_;
+  case Fn::Relu:
+    return negative ? zero_ : arg;
+  default:
+    return ext(Extended::Unmodelled);
+  }
 }
 
 TermId TermStore::var(std::string name, VarKind kind, std::string origin) {
@@ -158,6 +293,8 @@ bool TermStore::is_bool(TermId id) const {
 }
 
 TermId TermStore::add(TermId a, TermId b) {
+  if (auto e = extended_add(a, b))
+    return *e;
   if (is_const(a) && is_const(b))
     return constant(const_value(a) + const_value(b));
   if (a == zero_)
@@ -176,6 +313,8 @@ TermId TermStore::add(std::span<const TermId> args) {
 }
 
 TermId TermStore::mul(TermId a, TermId b) {
+  if (auto e = extended_mul(a, b))
+    return *e;
   if (is_const(a) && is_const(b))
     return constant(const_value(a) * const_value(b));
   if (a == zero_ || b == zero_)
@@ -199,6 +338,8 @@ TermId TermStore::neg(TermId a) { return mul(constant(-1), a); }
 TermId TermStore::sub(TermId a, TermId b) { return add(a, neg(b)); }
 
 TermId TermStore::inv(TermId a) {
+  if (is_extended(a)) // 1/inf = 0; NaN and Unmodelled stay
+    return infinite_value(a) ? zero_ : a;
   if (is_const(a)) {
     const mpq_class &v = const_value(a);
     return v == 0 ? zero_ : constant(mpq_class(1) / v);
@@ -211,30 +352,45 @@ TermId TermStore::inv(TermId a) {
 TermId TermStore::div(TermId a, TermId b) { return mul(a, inv(b)); }
 
 TermId TermStore::app(Fn fn, TermId arg) {
+  if (auto e = extended_app(fn, arg))
+    return *e;
   return intern(Node{Op::App, static_cast<std::uint32_t>(fn), {arg}});
 }
 
 TermId TermStore::lt(TermId a, TermId b) {
+  if (auto e = extended_compare(true, a, b))
+    return *e;
   if (is_const(a) && is_const(b))
     return const_value(a) < const_value(b) ? one_ : zero_;
   return intern(Node{Op::Lt, 0, {a, b}});
 }
 
 TermId TermStore::le(TermId a, TermId b) {
+  if (auto e = extended_compare(false, a, b))
+    return *e;
   if (is_const(a) && is_const(b))
     return const_value(a) <= const_value(b) ? one_ : zero_;
   return intern(Node{Op::Le, 0, {a, b}});
 }
 
 TermId TermStore::ite(TermId cond, TermId then_term, TermId else_term) {
+  if (is_unmodelled(cond))
+    return cond;
+  if (is_extended(cond)) // +-inf and NaN are true, as bool(nan) is
+    return then_term;
   if (is_const(cond))
     return const_value(cond) != 0 ? then_term : else_term;
   if (then_term == else_term)
     return then_term;
+  // A symbolic choice of an extended value would put it inside arithmetic.
+  if (is_extended(then_term) || is_extended(else_term))
+    return extended(Extended::Unmodelled);
   return intern(Node{Op::Ite, 0, {cond, then_term, else_term}});
 }
 
 TermId TermStore::max(TermId a, TermId b) {
+  if (auto e = extended_lattice(true, a, b))
+    return *e;
   if (a == b)
     return a;
   if (is_const(a) && is_const(b))
@@ -243,6 +399,8 @@ TermId TermStore::max(TermId a, TermId b) {
 }
 
 TermId TermStore::min(TermId a, TermId b) {
+  if (auto e = extended_lattice(false, a, b))
+    return *e;
   if (a == b)
     return a;
   if (is_const(a) && is_const(b))
@@ -291,6 +449,17 @@ std::string TermStore::to_string(TermId id) const {
     return "max" + join(", ");
   case Op::Min:
     return "min" + join(", ");
+  case Op::Ext:
+    switch (extended_value(id)) {
+    case Extended::NegInf:
+      return "-inf";
+    case Extended::PosInf:
+      return "inf";
+    case Extended::NaN:
+      return "nan";
+    case Extended::Unmodelled:
+      return "unmodelled";
+    }
   }
   return "?";
 }
@@ -304,6 +473,7 @@ TermId Substitution::apply(TermId term) {
   TermId result = term;
   switch (node.op) {
   case Op::Const:
+  case Op::Ext:
     break;
   case Op::Var:
     if (resolver_)

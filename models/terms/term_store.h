@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,7 +30,19 @@ enum class Op : std::uint8_t {
   Ite,   // args[0] ? args[1] : args[2], args[0] boolean
   Max,   // n-ary maximum: associative, commutative, idempotent
   Min,   // n-ary minimum
+  Ext,   // payload: Extended; a value outside the reals, see below
 };
+
+// The values of IEEE arithmetic beyond the reals, as PyTorch computes with
+// them (masked_fill(mask, -inf), a fully masked softmax row). Variables are
+// finite reals, so every other term is finite: the constructors fold an
+// extended operand away by rules valid for every value of the variables
+// (x + -inf = -inf, exp(-inf) = 0, max(x, -inf) = x, -inf * 2 = -inf), and
+// an Ext node is therefore only ever a whole element, never inside
+// arithmetic. What no such rule decides (-inf * x for a symbolic x of unknown
+// sign, where(symbolic, x, -inf)) becomes Unmodelled: absorbing, and never
+// proved or refuted.
+enum class Extended : std::uint8_t { NegInf, PosInf, NaN, Unmodelled };
 
 // Nonlinear functions. The prover treats them as uninterpreted (sound for
 // proofs); the falsifier evaluates their real meaning (sound for refutations).
@@ -54,6 +67,7 @@ enum class Fn : std::uint8_t {
 std::string_view fn_name(Fn fn);
 bool fn_from_name(std::string_view name, Fn &out);
 double fn_eval(Fn fn, double x);
+long double fn_eval(Fn fn, long double x);
 
 enum class VarKind : std::uint8_t {
   Reference,   // a leaf of the reference program: the universally quantified input
@@ -81,7 +95,8 @@ public:
 
   TermId constant(const mpq_class &value);
   TermId constant(long value) { return constant(mpq_class(value)); }
-  TermId constant_from_double(double value); // exact binary value
+  TermId constant_from_double(double value); // exact binary value, or Ext
+  TermId extended(Extended value);
   TermId var(std::string name, VarKind kind, std::string origin = {});
 
   TermId add(TermId a, TermId b);
@@ -108,6 +123,15 @@ public:
   const Variable &variable(TermId id) const;
   Variable &variable(TermId id);
   bool is_bool(TermId id) const;
+  bool is_extended(TermId id) const { return nodes_[id].op == Op::Ext; }
+  Extended extended_value(TermId id) const {
+    return static_cast<Extended>(nodes_[id].payload);
+  }
+  bool is_unmodelled(TermId id) const {
+    return is_extended(id) && extended_value(id) == Extended::Unmodelled;
+  }
+  // Concrete: a rational constant or an extended value PyTorch can hold.
+  bool is_concrete(TermId id) const { return is_const(id) || (is_extended(id) && !is_unmodelled(id)); }
   std::size_t size() const { return nodes_.size(); }
 
   TermId zero() const { return zero_; }
@@ -117,6 +141,15 @@ public:
 
 private:
   TermId intern(Node node);
+  // The result when an operand is extended, or nullopt when none is.
+  std::optional<TermId> extended_add(TermId a, TermId b);
+  std::optional<TermId> extended_mul(TermId a, TermId b);
+  std::optional<TermId> extended_compare(bool strict, TermId a, TermId b);
+  std::optional<TermId> extended_lattice(bool is_max, TermId a, TermId b);
+  std::optional<TermId> extended_app(Fn fn, TermId arg);
+  bool infinite_value(TermId id) const {
+    return extended_value(id) == Extended::NegInf || extended_value(id) == Extended::PosInf;
+  }
 
   struct NodeHash {
     std::size_t operator()(const Node &n) const;
