@@ -341,6 +341,31 @@ CASES.update({
 })
 
 
+def _disabled_amp(x):
+    scaler = torch.cuda.amp.GradScaler(enabled=False)
+    with torch.autocast("cuda", enabled=False):
+        y = scaler.scale(x * 2)
+    return y * scaler.get_scale()
+
+
+def _typed_tensor_classes(x):
+    checks = [isinstance(x, torch.DoubleTensor), isinstance(x, torch.FloatTensor),
+              isinstance(torch.tensor([1, 2]), torch.LongTensor),
+              (x.half() + x.bfloat16()).dtype == torch.float32]
+    return x[:2] * torch.DoubleTensor([1, 2]) * torch.tensor(checks, dtype=torch.float64)[:2] \
+        + torch.LongTensor([3, 4]) * torch.tensor(checks[2:], dtype=torch.float64)
+
+
+CASES.update({
+    "disabled_amp": ([(3,)], _disabled_amp),
+    "typed_tensor_classes": ([(3,)], _typed_tensor_classes),
+    "tensor_of_scalar_tensors": ([(3,)], lambda x: x[:2] * torch.tensor(
+        [x[0].detach(), x[1].detach() * 2])),
+    "einsum_operand_count_raises": ([(2, 3)], lambda x: torch.einsum("ij,jk->ik", x)),
+    "where_float_condition_raises": ([(3,)], lambda x: torch.where(x, x, x * 2)),
+})
+
+
 # ---- aliasing, requires_grad, extremes (lead) ------------------------------
 # Each case is also checked for aliasing (does writing into the result change
 # the input?) and for whether its result requires grad.

@@ -834,7 +834,7 @@ class Generator:
 
 
 from . import cuda, jit, autograd, nn, distributed, version, storage, serialization, _C  # noqa: E402,F401,E501
-from . import compiler, library, optim  # noqa: E402,F401
+from . import amp, compiler, library, optim  # noqa: E402,F401
 from .library import ops  # noqa: E402,F401
 from .autograd import Function  # noqa: E402,F401
 

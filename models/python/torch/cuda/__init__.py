@@ -6,6 +6,7 @@ and autocasting change what runs, and are not modelled."""
 import contextlib
 
 from .. import _tracing
+from .. import amp as _amp
 
 _DEVICE = "one simulated device: which one is asked for changes no value"
 _NO_HARDWARE = "no hardware behind it: the simulated device reports fixed numbers"
@@ -301,6 +302,14 @@ class amp:
     @staticmethod
     def custom_bwd(bwd):
         return bwd
+
+    class GradScaler(_amp.GradScaler):
+        """torch.cuda.amp.GradScaler: torch.amp.GradScaler("cuda", ...)."""
+
+        def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                     growth_interval=2000, enabled=True):
+            super().__init__("cuda", init_scale, growth_factor, backoff_factor,
+                             growth_interval, enabled)
 
 
 # torch.cuda.FloatTensor and friends: every stand-in tensor is on the one
