@@ -328,8 +328,9 @@ def run_rank(path, func, world, rank, layout=""):
     except shardproof_recipes.ComponentAbsent as e:
         file, line = _user_frame(e.__traceback__, path)
         return ("absent", file, line, str(e))
-    except (_tracing.Unsupported, _tracing.SymbolicControlFlow, NotImplementedError) as e:
-        file, line = _user_frame(e.__traceback__, path)
+    except (_tracing.Unsupported, _tracing.SymbolicControlFlow, NotImplementedError,
+            _tracing.NotModelledAttribute) as e:
+        file, line = getattr(e, "loc", None) or _user_frame(e.__traceback__, path)
         return ("unsupported", file, line, f"{type(e).__name__}: {e}")
     except RecursionError as e:
         file, line = _user_frame(e.__traceback__, path)

@@ -184,8 +184,8 @@ def attach(out, name, vjp, inputs, loc=None):
 def _unmodelled_gradient(name, loc):
     def vjp(grads):
         file, line, _, _ = loc
-        raise _tracing.Unsupported(f"the gradient of {name} (at {_tracing.display(file)}:"
-                                   f"{line}) is not modelled")
+        raise _tracing.Unsupported(f"the gradient of {name} is not modelled",
+                                   loc=(file, line))
     return vjp
 
 

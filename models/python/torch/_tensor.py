@@ -243,6 +243,18 @@ def binary(op, a, b, fn, out_dtype=None, vjp=None, saved=()):
                   grads if vjp else None, saved=saved)
 
 
+def _concrete_only(op, fn):
+    """A piecewise op (floor, remainder) over exact numbers only: over
+    symbolic values it is not modelled."""
+    def run(A, B):
+        for v in (A, B):
+            if any(isinstance(e, _sp.Term) and not e.is_const
+                   for e in np.asarray(v, dtype=object).ravel()):
+                _tracing.unmodelled(f"{op} of symbolic values")
+        return fn(A, B)
+    return run
+
+
 def _saved(x):
     return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
 
@@ -392,6 +404,15 @@ class Tensor:
         self.requires_grad = requires_grad
         self.grad = None
         self.grad_fn = None
+
+    def __getattr__(self, name):
+        """Only reached when `name` is not found: a Tensor attribute of real
+        PyTorch that we do not model, or no attribute at all (Megatron's
+        `getattr(param, "main_grad", None)`)."""
+        if name.startswith("_"):  # ours and Python's probes: the common, fast case
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        from ._real_surface import NAMES
+        raise _tracing.missing_attribute("Tensor", name, NAMES["Tensor"])
 
     # ---- metadata -----------------------------------------------------
     @property
@@ -680,10 +701,10 @@ class Tensor:
                       _result_dtype(self, o, 1.0), vjp=_vjp_div, saved=_div_saves(o, self))
 
     def __floordiv__(self, o):
-        return binary("floor_divide", self, o, np.floor_divide)
+        return binary("floor_divide", self, o, _concrete_only("floor_divide", np.floor_divide))
 
     def __mod__(self, o):
-        return binary("remainder", self, o, np.mod)
+        return binary("remainder", self, o, _concrete_only("remainder", np.mod))
 
     def __neg__(self):
         return record(-self._a, self.dtype, "neg", "elementwise", (self,),
@@ -1279,6 +1300,10 @@ class Tensor:
             return self
         self._a[...] = result._a
         self._node = result._node
+        if base is not None:
+            # The base's own value changed too: its IR node says where from
+            # (a bucket filled slice by slice, then reduced).
+            base._inplace("copy_slices", result)
         if not _autograd.GradMode.enabled:
             # As in PyTorch, a write under no_grad (an optimizer step, a
             # custom Function's forward editing its input) leaves the
@@ -1320,6 +1345,15 @@ class Tensor:
             raise RuntimeError(f"result type {result.dtype} can't be cast to the "
                                f"desired output type {self.dtype}")
         return result.to(self.dtype)
+
+    def _written_by(self, node):
+        """After an op outside autograd wrote this tensor's storage (an
+        in-place collective): its new IR node and version, and its base's."""
+        self._node = node
+        self._bump_version()
+        base = getattr(self, "_base", None)
+        if base is not None:
+            base._inplace("copy_slices", self)
 
     def _inplace(self, op, *inputs):
         """Records the current storage as a new value of this tensor (used

@@ -34,6 +34,7 @@ def reset(root):
     state.building = False
     state.module_boundaries = False
     state.gaps = []
+    state.rng = None  # torch/random.py: every run starts from unseeded generators
     state.per_run = {}
 
 
@@ -100,10 +101,27 @@ class Unsupported(BaseException):
     also remembered in `state.gaps`: a run that caught one anyway (a bare
     `except:`) still ends "could not prove"."""
 
-    def __init__(self, what):
+    def __init__(self, what, loc=None):
+        """`loc`: (file, line) the gap belongs to when that is not where it
+        is raised (a gradient, raised during the backward)."""
         super().__init__(what)
-        file, line, _, _ = location()
+        self.loc = loc
+        file, line = loc or location()[:2]
         state.gaps.append((what, file, line))
+
+
+class NotModelledAttribute(AttributeError):
+    """A name real PyTorch has and the stand-in does not model. An
+    AttributeError, so feature probes (`hasattr(t, "is_nested")`) see it
+    missing and take their fallback; one that reaches the driver is "could
+    not prove", not the user's error."""
+
+
+def missing_attribute(owner, name, real_names):
+    """The error for `owner.name` that normal lookup did not find."""
+    if not name.startswith("_") and name in real_names:
+        return NotModelledAttribute(f"{owner}.{name} is not modelled")
+    return AttributeError(f"'{owner}' object has no attribute '{name}'")
 
 
 def unmodelled(what):
