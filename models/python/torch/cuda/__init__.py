@@ -18,17 +18,35 @@ def is_available():
     return True
 
 
+def _index(device):
+    """The index of a device given as an int, "cuda:i" or torch.device."""
+    if device is None:
+        return None
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        return int(device.split(":")[1]) if ":" in device else None
+    return getattr(device, "index", None)
+
+
+def _selected():
+    """The selected device index of this run (values never depend on it;
+    code may read it back)."""
+    return _tracing.state.per_run.setdefault("cuda.device", [0])
+
+
 def current_device():
-    return 0
+    return _selected()[-1]
 
 
 def device_count():
     return 1
 
 
-@_tracing.no_effect(device=_DEVICE, function=_DEVICE)
 def set_device(device):
-    return None
+    index = _index(device)
+    if index is not None:
+        _selected()[-1] = index
 
 
 @_tracing.no_effect(device=_DEVICE, function=_IN_ORDER)
@@ -111,18 +129,19 @@ def _lazy_call(callable, **kwargs):  # noqa: A002 (torch's name)
 
 
 class device:
-    """The `with torch.cuda.device(i)` context: one simulated device."""
+    """The `with torch.cuda.device(i)` context: device i is selected inside."""
 
-    @_tracing.no_effect(device=_DEVICE)
     def __init__(self, device):
-        self.idx = 0
+        self.idx = _index(device)
 
-    @_tracing.no_effect(function=_DEVICE)
     def __enter__(self):
+        selected = _selected()
+        selected.append(selected[-1] if self.idx is None or self.idx < 0 else self.idx)
         return self
 
-    @_tracing.no_effect(exc=_DEVICE)
+    @_tracing.no_effect(exc="any exit restores the previous device")
     def __exit__(self, *exc):
+        _selected().pop()
         return False
 
 
