@@ -10,9 +10,13 @@ Names newer PyTorch releases added are listed in EXTRA by hand."""
 import os
 
 import torch
+import torch.amp
 import torch.distributed
+import torch.library
 import torch.nn
 import torch.nn.functional
+import torch.optim.lr_scheduler
+import torch.utils.checkpoint
 
 EXTRA = {
     "Tensor": {"untyped_storage", "dim_order", "nbytes", "itemsize", "mT", "mH",
@@ -20,6 +24,16 @@ EXTRA = {
     "torch": {"compile", "vmap", "func", "export", "library", "float8_e4m3fn",
               "float8_e5m2", "uint16", "uint32", "uint64", "get_default_device",
               "set_default_device", "is_grad_enabled", "nested", "sym_int", "sym_float"},
+    # h1's modules: names of torch 2.4 that 1.13 lacks
+    "torch.cuda": {"graph", "make_graphed_callables", "MemPool", "use_mem_pool",
+                   "is_current_stream_capturing", "OutOfMemoryError", "mem_get_info"},
+    "torch.amp": {"GradScaler", "custom_fwd", "custom_bwd", "is_autocast_available"},
+    "torch.optim.lr_scheduler": {"LRScheduler"},
+    "torch.library": {"custom_op", "register_fake", "register_autograd", "register_kernel",
+                      "impl_abstract", "define", "impl", "opcheck", "CustomOpDef"},
+    "torch.utils.checkpoint": {"set_checkpoint_early_stop", "CheckpointPolicy",
+                               "create_selective_checkpoint_contexts",
+                               "SelectiveCheckpointContext"},
     "torch.distributed": {"all_gather_into_tensor", "reduce_scatter_tensor",
                           "get_global_rank", "get_group_rank", "new_subgroups",
                           "batch_isend_irecv", "P2POp", "device_mesh", "tensor",
@@ -34,7 +48,10 @@ def public(obj):
 def main():
     tables = {"Tensor": public(torch.Tensor), "torch": public(torch),
               "torch.distributed": public(torch.distributed),
-              "torch.nn": public(torch.nn)}
+              "torch.nn": public(torch.nn),
+              **{m.__name__: public(m) for m in (
+                  torch.cuda, torch.amp, torch.optim, torch.optim.lr_scheduler, torch.jit,
+                  torch.library, torch.utils.checkpoint)}}
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(here, "..", "..", "models", "python", "torch", "_real_surface.py")
     with open(out, "w") as f:

@@ -56,3 +56,10 @@ class GradScaler:
     @_tracing.no_effect(state_dict="a disabled scaler has no state", function=_DISABLED)
     def load_state_dict(self, state_dict):
         return None
+
+
+def __getattr__(name):
+    """A name real PyTorch's torch.amp has and the stand-in does not model is
+    "not modelled" (could not prove where used); any other does not exist."""
+    from ._real_surface import NAMES
+    raise _tracing.missing_attribute("torch.amp", name, NAMES["torch.amp"])

@@ -34,3 +34,10 @@ def is_scripting():
 
 def is_tracing():
     return False
+
+
+def __getattr__(name):
+    """A name real PyTorch's torch.jit has and the stand-in does not model is
+    "not modelled" (could not prove where used); any other does not exist."""
+    from ._real_surface import NAMES
+    raise _tracing.missing_attribute("torch.jit", name, NAMES["torch.jit"])

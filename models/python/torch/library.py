@@ -166,3 +166,10 @@ class Library:
             else f"{self.ns}::{op_name}"
         _no_aten_override(qualified, "torch.library.Library.impl")
         return None
+
+
+def __getattr__(name):
+    """A name real PyTorch's torch.library has and the stand-in does not model is
+    "not modelled" (could not prove where used); any other does not exist."""
+    from ._real_surface import NAMES
+    raise _tracing.missing_attribute("torch.library", name, NAMES["torch.library"])

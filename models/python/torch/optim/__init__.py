@@ -282,3 +282,10 @@ class Adagrad(_Unmodelled):
     _defaults = dict(lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                      eps=1e-10, foreach=None, maximize=False, differentiable=False,
                      fused=None)
+
+
+def __getattr__(name):
+    """A name real PyTorch's torch.optim has and the stand-in does not model is
+    "not modelled" (could not prove where used); any other does not exist."""
+    from .._real_surface import NAMES
+    raise _tracing.missing_attribute("torch.optim", name, NAMES["torch.optim"])

@@ -134,3 +134,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         input = checkpoint(run(start, end), input, use_reentrant=use_reentrant,
                            preserve_rng_state=preserve)
     return run(end + 1, len(functions) - 1)(input)
+
+
+def __getattr__(name):
+    """A name real PyTorch's torch.utils.checkpoint has and the stand-in does not model is
+    "not modelled" (could not prove where used); any other does not exist."""
+    from .._real_surface import NAMES
+    raise _tracing.missing_attribute("torch.utils.checkpoint", name, NAMES["torch.utils.checkpoint"])
