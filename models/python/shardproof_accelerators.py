@@ -16,11 +16,14 @@ class FusedLayerNormAffineFunction:
     from shardproof's autograd."""
 
     @staticmethod
+    @torch._tracing.no_effect(ctx="the model keeps no state of its own for the backward")
     def forward(ctx, input, weight, bias, normalized_shape, eps):
         return FusedLayerNormAffineFunction.apply(input, weight, bias,
                                                   normalized_shape, eps)
 
     @staticmethod
+    @torch._tracing.no_effect(memory_efficient="apex recomputes instead of saving; "
+                              "the values and gradients are the same")
     def apply(input, weight, bias, normalized_shape, eps, memory_efficient=False):
         return torch.nn.functional.layer_norm(input, tuple(normalized_shape),
                                               weight, bias, eps)
