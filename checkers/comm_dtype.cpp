@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <string_view>
 
 namespace shardproof::checkers {
 
@@ -29,9 +30,45 @@ int bits(ir::DType d) {
   }
 }
 
+// Ops that move or re-format values without computing new ones: the
+// precision a payload stands for is found through them, however the
+// narrowing happened (a cast, a copy into a narrower buffer, a flattened
+// bucket, an in-place write into a 16-bit tensor).
+bool carries_values(const ir::Node &node) {
+  static const std::set<std::string_view> movers = {
+      "to",         "copy_",      "clone", "contiguous", "cpu",   "positive",
+      "index_put",  "copy_slices", "cat",  "stack",      "view",  "reshape",
+      "flatten",    "index",      "narrow", "select",    "split", "chunk"};
+  return node.category == ir::OpCategory::View || movers.count(node.op) > 0;
+}
+
+// The float formats of the values a payload was made from, found back
+// through value-carrying ops (the payload itself excluded).
+std::set<ir::DType> source_formats(const ir::Trace &trace, ir::NodeId payload) {
+  std::set<ir::DType> formats;
+  std::set<ir::NodeId> seen = {payload};
+  std::vector<ir::NodeId> stack = {payload};
+  while (!stack.empty()) {
+    const ir::Node &node = trace.node(stack.back());
+    stack.pop_back();
+    if (!carries_values(node))
+      continue;
+    for (ir::NodeId input : node.inputs) {
+      if (!seen.insert(input).second)
+        continue;
+      const ir::Node &from = trace.node(input);
+      if (from.op == "fill_" || from.category == ir::OpCategory::Leaf)
+        continue; // an empty buffer's old contents are overwritten, not carried
+      formats.insert(from.dtype);
+      stack.push_back(input);
+    }
+  }
+  return formats;
+}
+
 bool is_reduction(ir::CollectiveKind kind) {
   return kind == ir::CollectiveKind::AllReduce ||
-         kind == ir::CollectiveKind::ReduceScatter;
+         kind == ir::CollectiveKind::ReduceScatter || kind == ir::CollectiveKind::Reduce;
 }
 
 class CommDtypeCheck final : public Check {
@@ -58,21 +95,22 @@ private:
                                      const ir::Collective &c) const {
     const ir::Node &node = trace.node(c.node);
     const std::string_view kind = ir::collective_name(c.kind);
-    if (!node.inputs.empty()) {
-      // The tensor handed to the collective, and what it was cast from.
-      const ir::Node &sent = trace.node(node.inputs[0]);
-      if (sent.op == "to" && !sent.inputs.empty()) {
-        ir::DType from = trace.node(sent.inputs[0]).dtype;
-        if (is_float(from) && is_float(c.dtype) && from != c.dtype &&
-            bits(c.dtype) <= bits(from))
-          return fmt::format(
-              "{} carries {} values cast from {}: {}", kind, ir::dtype_name(c.dtype),
-              ir::dtype_name(from),
-              bits(c.dtype) < bits(from)
-                  ? "the reduction loses the precision the values had"
-                  : "a different 16-bit format with a different range (fp16 "
-                    "overflows at 65504, where bf16 does not)");
-      }
+    if (!node.inputs.empty() && is_float(c.dtype)) {
+      // The formats of the values the payload stands for: the widest
+      // narrower one, or another 16-bit format, is the problem.
+      std::optional<ir::DType> from;
+      for (ir::DType d : source_formats(trace, node.inputs[0]))
+        if (is_float(d) && d != c.dtype && bits(c.dtype) <= bits(d) &&
+            (!from || bits(d) > bits(*from)))
+          from = d;
+      if (from)
+        return fmt::format(
+            "{} carries {} values cast from {}: {}", kind, ir::dtype_name(c.dtype),
+            ir::dtype_name(*from),
+            bits(c.dtype) < bits(*from)
+                ? "the reduction loses the precision the values had"
+                : "a different 16-bit format with a different range (fp16 "
+                  "overflows at 65504, where bf16 does not)");
     }
     if (reduce_dtype_ && is_reduction(c.kind) && is_float(c.dtype) &&
         bits(c.dtype) < bits(*reduce_dtype_))
