@@ -366,6 +366,26 @@ CASES.update({
 })
 
 
+def _float16_numpy(x):
+    import numpy as np
+    return torch.tensor(np.array([0.5, 1.5, -2.0], dtype=np.float16))
+
+
+# The dtype PyTorch infers for created tensors (the result's dtype is compared).
+CASES.update({
+    "dtype_of_tensor_from_float16_numpy": ([(3,)], _float16_numpy),
+    "dtype_of_tensor_of_ints_and_floats": ([(3,)], lambda x: torch.tensor([1, 2.5, True])),
+    "dtype_of_tensor_of_float64_scalars": ([(3,)], lambda x: torch.tensor(
+        [x[0].detach(), 1, 2])),
+    "dtype_of_arange_of_floats": ([(3,)], lambda x: torch.arange(0, 1, 0.25)),
+    "dtype_of_full_of_int": ([(3,)], lambda x: torch.full((2,), 3) + torch.tensor([True, False])),
+    "dtype_of_zeros_like_int": ([(3,)], lambda x: torch.zeros_like(torch.tensor([1, 2])) + 1),
+    "dtype_of_half_plus_bfloat16": ([(3,)], lambda x: torch.ones(2, dtype=torch.half)
+                                    + torch.ones(2, dtype=torch.bfloat16)),
+    "dtype_of_linspace_float64": ([(3,)], lambda x: torch.linspace(0, 1, 5, dtype=torch.float64)),
+})
+
+
 # ---- aliasing, requires_grad, extremes (lead) ------------------------------
 # Each case is also checked for aliasing (does writing into the result change
 # the input?) and for whether its result requires grad.
