@@ -386,6 +386,37 @@ CASES.update({
 })
 
 
+def _scheduled(x, g, make_scheduler, epochs=None):
+    """x * the parameter after 6 SGD steps whose rate a scheduler sets; with
+    `epochs`, the scheduler is stepped to those epochs (the closed form)."""
+    p = x.detach().clone().requires_grad_()
+    optimizer = torch.optim.SGD([p], lr=0.1, momentum=0.5)
+    scheduler = make_scheduler(optimizer)
+    for k in range(6):
+        p.grad = g.detach() * (k + 1) - p.detach()
+        optimizer.step()
+        scheduler.step(epochs[k]) if epochs else scheduler.step()
+    return x * p.detach() * scheduler.get_last_lr()[0]
+
+
+_LR = torch.optim.lr_scheduler
+CASES.update({
+    "step_lr": ([(3,), (3,)], lambda x, g: _scheduled(x, g, lambda o: _LR.StepLR(o, 2, 0.5))),
+    "multi_step_lr": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.MultiStepLR(o, [1, 3, 3], 0.5))),
+    "exponential_lr": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.ExponentialLR(o, 0.8))),
+    "constant_lr": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.ConstantLR(o, 0.25, total_iters=3))),
+    "linear_lr": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.LinearLR(o, 0.25, 0.75, total_iters=4))),
+    "step_lr_closed_form": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.StepLR(o, 2, 0.5), epochs=[3, 1, 4, 4, 7, 2])),
+    "linear_lr_closed_form": ([(3,), (3,)], lambda x, g: _scheduled(
+        x, g, lambda o: _LR.LinearLR(o, 0.5, total_iters=3), epochs=[2, 5, 1, 0, 3, 6])),
+})
+
+
 # ---- aliasing, requires_grad, extremes (lead) ------------------------------
 # Each case is also checked for aliasing (does writing into the result change
 # the input?) and for whether its result requires grad.

@@ -1,7 +1,10 @@
 """torch.optim.lr_scheduler: PyTorch's LRScheduler protocol (the first
 step taken when it is made, each step writing the new rates into the
 optimizer's groups, which the modelled optimizers' steps then use) and
-LambdaLR."""
+LambdaLR, StepLR, MultiStepLR, ExponentialLR, ConstantLR and LinearLR (their
+recursive and closed forms)."""
+import bisect
+import collections
 import types
 
 from .. import _tracing
@@ -92,6 +95,101 @@ class LambdaLR(LRScheduler):
         for fn, saved in zip(self.lr_lambdas, saved_lambdas):
             if saved is not None:
                 fn.__dict__.update(saved)
+
+
+def _current(scheduler):
+    return [group["lr"] for group in scheduler.optimizer.param_groups]
+
+
+class StepLR(LRScheduler):
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1, verbose="deprecated"):
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _current(self)
+        return [lr * self.gamma for lr in _current(self)]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1, verbose="deprecated"):
+        self.milestones, self.gamma = collections.Counter(milestones), gamma
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return _current(self)
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _current(self)]
+
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect.bisect_right(milestones, self.last_epoch)
+                for base in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    def __init__(self, optimizer, gamma, last_epoch=-1, verbose="deprecated"):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return _current(self)
+        return [lr * self.gamma for lr in _current(self)]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1,
+                 verbose="deprecated"):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in _current(self)]
+        if self.last_epoch != self.total_iters:
+            return _current(self)
+        return [lr * (1.0 / self.factor) for lr in _current(self)]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1, verbose="deprecated"):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 "
+                             "and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch, verbose)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in _current(self)]
+        if self.last_epoch > self.total_iters:
+            return _current(self)
+        change = self.end_factor - self.start_factor
+        return [lr * (1.0 + change / (self.total_iters * self.start_factor
+                                      + (self.last_epoch - 1) * change))
+                for lr in _current(self)]
+
+    def _get_closed_form_lr(self):
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) * progress)
+                for base in self.base_lrs]
 
 
 def __getattr__(name):
