@@ -1,0 +1,832 @@
+#!/usr/bin/python3
+"""Small random distributed training programs, deterministic from a seed.
+
+Each program is one module in the entry-contract form (docs/entry-contract.md)
+built from 1-4 layers of a family of Megatron- and DeepSpeed-style blocks,
+written here (never copied): column-/row-parallel linears through Megatron-like
+mapping Functions or raw collectives, sequence-parallel gathers and
+reduce-scatters, replicated norms and affines whose gradients need an
+all-reduce, data-parallel gradient averaging in `finalize_grads`, in a flat
+bucket or in gradient hooks, bf16 parameters with fp32 compute and loss
+scaling, in-place collectives on views, `.data`, `.detach()`, `.clone()` and
+`.contiguous()` results, nonlinearities, mean and sum losses.
+
+A program is generated correct or with ONE injected bug from BUGS. The bug's
+label is what the generator meant; whether the program is really wrong is for
+real PyTorch to say (tests/soundness/truth.py).
+
+Usage: generate.py SEED [OUT_DIR]   (prints the program, or writes
+       OUT_DIR/prog_SEED.py and its sidecar prog_SEED.json)
+"""
+import json
+import os
+import random
+import sys
+import textwrap
+
+# Every bug the generator can inject, with what it breaks.
+BUGS = {
+    "copy_to_no_reduce": "copy-to region's backward misses the all-reduce of the input gradient",
+    "copy_to_reduce_forward": "copy-to region reduces in forward instead of backward",
+    "reduce_from_in_backward": "reduce-from region reduces in backward instead of forward",
+    "reduce_average": "all-reduce of partial sums divides by the world size (average where a sum is needed)",
+    "reduce_wrong_group": "tensor-parallel all-reduce issued over the data-parallel group",
+    "reduce_copy_discarded": "all-reduce runs on a clone and the original is returned",
+    "split_wrong_index": "scatter keeps another rank's chunk",
+    "gather_wrong_dim": "gather concatenates along the wrong dimension",
+    "gather_backward_reduce": "gather's backward all-reduces a replicated gradient before splitting it",
+    "sp_gather_backward_split": "sequence-parallel gather before a linear splits its gradient instead of reduce-scattering it",
+    "sp_gather_backward_reduce_scatter": "sequence-parallel gather of replicated values reduce-scatters its gradient",
+    "reduce_scatter_is_split": "reduce-scatter replaced by a plain split (missing reduction)",
+    "fused_missing_input_reduce": "fused linear Function's backward misses the input-gradient all-reduce",
+    "fused_grad_weight_reduced": "fused linear Function's backward also all-reduces the sharded weight gradient",
+    "fused_reduce_grad_output_inplace": "fused linear Function all-reduces grad_output in place before the weight gradient uses it",
+    "bias_before_reduce": "row-parallel bias added before the reduction (counted world-size times)",
+    "raw_reduce_detached": "raw all-reduce on a detached activation cuts the graph the weights need",
+    "raw_reduce_noncontiguous_copy": "raw all-reduce on .contiguous() of a non-contiguous tensor (a copy) whose result is dropped",
+    "sp_param_unsynced": "a replicated sequence-parallel weight's gradient is never all-reduced",
+    "replicated_param_reduced": "a replicated weight outside the sequence-parallel region is all-reduced too (summed twice)",
+    "local_softmax": "softmax over a dimension sharded across ranks",
+    "finalize_average": "sequence-parallel gradients averaged where a sum is needed",
+    "finalize_flat_not_copied_back": "flat gradient bucket reduced but never copied back",
+    "finalize_wrong_group": "gradient all-reduce over the wrong (singleton) group",
+    "grad_reduce_in_fp16": "bf16 gradients reduced in an fp16 buffer (overflows under loss scaling)",
+    "dp_sum_not_average": "data-parallel gradients summed where the mean loss needs an average",
+    "dp_average_sum_loss": "data-parallel gradients averaged where the sum loss needs a sum",
+    "dp_skip_bias": "data-parallel averaging skips one-dimensional parameters",
+    "dp_clone_not_written": "data-parallel all-reduce runs on a clone of the gradient",
+    "dp_scaled_twice": "loss divided by the world size and gradients averaged too",
+}
+
+
+def _block(text):
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+# --- Megatron-style primitives and mapping Functions (tensor parallelism) ----
+# Each entry: variant -> code. "ok*" variants are correct; others are bugs.
+PRIMITIVES = {
+    "_reduce": {
+        "ok": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                dist.all_reduce(input_, group=_TP)
+                return input_
+        """,
+        "ok_view": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                dist.all_reduce(input_.view(-1), group=_TP)  # a view: reduces input_ in place
+                return input_
+        """,
+        "ok_data": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                dist.all_reduce(input_.data, group=_TP)
+                return input_
+        """,
+        "ok_clone": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                output = input_.clone()
+                dist.all_reduce(output, group=_TP)
+                return output
+        """,
+        "reduce_average": """
+            def _reduce(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                dist.all_reduce(input_, group=_TP)
+                input_.div_(world)
+                return input_
+        """,
+        "reduce_wrong_group": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                dist.all_reduce(input_, group=_DP)
+                return input_
+        """,
+        "reduce_copy_discarded": """
+            def _reduce(input_):
+                if dist.get_world_size(group=_TP) == 1:
+                    return input_
+                output = input_.clone()
+                dist.all_reduce(output, group=_TP)
+                return input_
+        """,
+    },
+    "_split_last": {
+        "ok": """
+            def _split_last(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                return input_.chunk(world, dim=-1)[dist.get_rank(group=_TP)].contiguous()
+        """,
+        "split_wrong_index": """
+            def _split_last(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                return input_.chunk(world, dim=-1)[world - 1 - dist.get_rank(group=_TP)].contiguous()
+        """,
+    },
+    "_gather_last": {
+        "ok": """
+            def _gather_last(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                parts = [torch.empty_like(input_) for _ in range(world)]
+                dist.all_gather(parts, input_.contiguous(), group=_TP)
+                return torch.cat(parts, dim=-1).contiguous()
+        """,
+        "gather_wrong_dim": """
+            def _gather_last(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                parts = [torch.empty_like(input_) for _ in range(world)]
+                dist.all_gather(parts, input_.contiguous(), group=_TP)
+                return torch.cat(parts, dim=0).contiguous()
+        """,
+    },
+    "_split_first": {
+        "ok": """
+            def _split_first(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                return input_.chunk(world, dim=0)[dist.get_rank(group=_TP)].contiguous()
+        """,
+        "split_wrong_index": """
+            def _split_first(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                return input_.chunk(world, dim=0)[world - 1 - dist.get_rank(group=_TP)].contiguous()
+        """,
+    },
+    "_gather_first": {
+        "ok": """
+            def _gather_first(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                output = torch.empty((world * input_.shape[0],) + tuple(input_.shape[1:]),
+                                     dtype=input_.dtype)
+                dist.all_gather_into_tensor(output, input_.contiguous(), group=_TP)
+                return output
+        """,
+    },
+    "_reduce_scatter_first": {
+        "ok": """
+            def _reduce_scatter_first(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                output = torch.empty((input_.shape[0] // world,) + tuple(input_.shape[1:]),
+                                     dtype=input_.dtype)
+                dist.reduce_scatter_tensor(output, input_.contiguous(), group=_TP)
+                return output
+        """,
+        "reduce_scatter_is_split": """
+            def _reduce_scatter_first(input_):
+                world = dist.get_world_size(group=_TP)
+                if world == 1:
+                    return input_
+                return input_.chunk(world, dim=0)[dist.get_rank(group=_TP)].contiguous()
+        """,
+    },
+}
+
+
+def _mapping(name, forward, backward, extra_arg=False):
+    arg = ", flag" if extra_arg else ""
+    ret = "return {}, None" if extra_arg else "return {}"
+    flag_store = "\n        ctx.flag = flag" if extra_arg else ""
+    return (f"class {name}(torch.autograd.Function):\n"
+            f"    @staticmethod\n"
+            f"    def forward(ctx, input_{arg}):{flag_store}\n"
+            f"        return {forward}\n\n"
+            f"    @staticmethod\n"
+            f"    def backward(ctx, grad_output):\n"
+            f"        {ret.format(backward)}\n")
+
+
+# name -> (primitives used, variant -> (forward, backward)); the flag of the
+# sequence-parallel gather is Megatron's tensor_parallel_output_grad.
+MAPPINGS = {
+    "_CopyToTensorParallelRegion": (("_reduce",), {
+        "ok": ("input_", "_reduce(grad_output)"),
+        "copy_to_no_reduce": ("input_", "grad_output"),
+        "copy_to_reduce_forward": ("_reduce(input_)", "grad_output")}),
+    "_ReduceFromTensorParallelRegion": (("_reduce",), {
+        "ok": ("_reduce(input_)", "grad_output"),
+        "reduce_from_in_backward": ("input_", "_reduce(grad_output)")}),
+    "_ScatterToTensorParallelRegion": (("_split_last", "_gather_last"), {
+        "ok": ("_split_last(input_)", "_gather_last(grad_output)")}),
+    "_GatherFromTensorParallelRegion": (("_gather_last", "_split_last", "_reduce"), {
+        "ok": ("_gather_last(input_)", "_split_last(grad_output)"),
+        "gather_backward_reduce": ("_gather_last(input_)", "_split_last(_reduce(grad_output))")}),
+    "_ScatterToSequenceParallelRegion": (("_split_first", "_gather_first"), {
+        "ok": ("_split_first(input_)", "_gather_first(grad_output)")}),
+    "_GatherFromSequenceParallelRegion": (("_gather_first", "_reduce_scatter_first", "_split_first"), {
+        "ok": ("_gather_first(input_)",
+               "_reduce_scatter_first(grad_output) if ctx.flag else _split_first(grad_output)"),
+        "sp_gather_backward_split": ("_gather_first(input_)", "_split_first(grad_output)"),
+        "sp_gather_backward_reduce_scatter": ("_gather_first(input_)",
+                                              "_reduce_scatter_first(grad_output)")}),
+    "_ReduceScatterToSequenceParallelRegion": (("_reduce_scatter_first", "_gather_first"), {
+        "ok": ("_reduce_scatter_first(input_)", "_gather_first(grad_output)")}),
+}
+# Which mapping variant a bug of a sequence-parallel gather applies to, by flag.
+SP_GATHER_BUG = {True: "sp_gather_backward_split", False: "sp_gather_backward_reduce_scatter"}
+
+
+class Program:
+    """Accumulates the pieces of one program while blocks are chosen."""
+
+    def __init__(self, rng, mode, dtype):
+        self.rng, self.mode, self.dtype = rng, mode, dtype
+        self.mappings = set()      # mapping Functions used
+        self.primitives = set()    # the primitives they (or fused Functions) call
+        self.classes = []          # class sources, in order
+        self.candidate_bugs = set()
+        self.bug = None
+
+    def use(self, mapping):
+        self.mappings.add(mapping)
+        variants = MAPPINGS[mapping][1]
+        self.candidate_bugs.update(v for v in variants if not v.startswith("ok"))
+        for prim in MAPPINGS[mapping][0]:
+            self.use_primitive(prim)
+        return mapping
+
+    def use_primitive(self, prim):
+        self.primitives.add(prim)
+        self.candidate_bugs.update(v for v in PRIMITIVES[prim] if not v.startswith("ok"))
+
+    def param(self, shape):
+        dt = ", dtype=torch.bfloat16" if self.dtype == "bf16" else ""
+        return f"torch.nn.Parameter(torch.empty({shape}{dt}))"
+
+    def cast_in(self, expr):
+        """Compute in fp32 under bf16, as mixed-precision code does."""
+        return f"{expr}.float()" if self.dtype == "bf16" else expr
+
+    def cast_out(self, expr, like="x"):
+        return f"({expr}).to({like}.dtype)" if self.dtype == "bf16" else expr
+
+
+# --- Blocks: each maps (layout, width) -> (layout, width) --------------------
+# Layouts: "rep" replicated, "seq" sharded on dim 0 (sequence parallel),
+# "col" sharded on the last dim (between a column- and a row-parallel linear),
+# "batch" (data parallel: every rank holds its slice of the batch).
+
+TP_ATTRS = """
+        for p in {params}:
+            p.tensor_model_parallel = True
+            p.partition_dim = {dim}
+            p.partition_stride = 1"""
+
+
+class ColumnParallelLinear:
+    accepts = ("rep", "seq")
+
+    def build(self, prog, name, layout, width):
+        rng = prog.rng
+        out_w = rng.choice((4, 8))
+        sp = layout == "seq"
+        gather = not sp and rng.random() < 0.25
+        fused = not sp and not gather and rng.random() < 0.35
+        bias = rng.random() < 0.6 and not fused
+        params = "(self.weight, self.bias)" if bias else "(self.weight,)"
+        init = [f"world = dist.get_world_size(group=_TP)",
+                f"self.weight = {prog.param(f'{out_w} // world, {width}')}"]
+        if bias:
+            init.append(f"self.bias = {prog.param(f'{out_w} // world')}")
+        init_src = "\n        ".join(init) + TP_ATTRS.format(params=params, dim=0)
+        if fused:
+            prog.use_primitive("_reduce")
+            prog.candidate_bugs.update(("fused_missing_input_reduce", "fused_grad_weight_reduced",
+                                        "fused_reduce_grad_output_inplace"))
+            fn = f"_LinearWithInputGradAllReduce{name[-1]}"
+            prog.classes.append(fused_linear_function(fn, prog.bug))
+            body = f"return {fn}.apply(input_, self.weight)"
+        else:
+            if sp:
+                region = f"{prog.use('_GatherFromSequenceParallelRegion')}.apply(input_, True)"
+                prog.sp_gather_flags.add(True)
+            else:
+                region = f"{prog.use('_CopyToTensorParallelRegion')}.apply(input_)"
+            lin = f"F.linear(x, self.weight, self.bias)" if bias else "F.linear(x, self.weight)"
+            body = f"x = {region}\n        out = {lin}\n        "
+            body += (f"return {prog.use('_GatherFromTensorParallelRegion')}.apply(out)"
+                     if gather else "return out")
+        prog.classes.append(module(name, init_src, body))
+        return ("rep" if gather else "col"), out_w, dict(kind="column", out=out_w, sp=sp,
+                                                         gather=gather, fused=fused, bias=bias)
+
+
+class RowParallelLinear:
+    accepts = ("col", "rep")
+
+    def build(self, prog, name, layout, width):
+        rng = prog.rng
+        out_w = rng.choice((4, 8))
+        scatter = layout == "rep"
+        sp = not scatter and rng.random() < 0.35
+        raw = not sp and rng.random() < 0.4  # raw in-place collective in forward
+        bias = rng.random() < 0.7
+        init = ["world = dist.get_world_size(group=_TP)",
+                f"self.weight = {prog.param(f'{out_w}, {width} // world')}"]
+        init_src = "\n        ".join(init) + TP_ATTRS.format(params="(self.weight,)", dim=1)
+        if bias:
+            init_src += f"\n        self.bias = {prog.param(out_w)}"
+            if sp:
+                if prog.bug != "sp_param_unsynced":
+                    init_src += "\n        self.bias.sequence_parallel = True"
+                prog.candidate_bugs.add("sp_param_unsynced")
+                prog.sp_params = True
+            else:
+                prog.candidate_bugs.add("bias_before_reduce")
+        lines = []
+        x = "input_"
+        if scatter:
+            lines.append(f"x = {prog.use('_ScatterToTensorParallelRegion')}.apply(input_)")
+            x = "x"
+        early_bias = bias and not sp and prog.bug == "bias_before_reduce"
+        if raw:
+            style = rng.choice(("inplace", "data", "detach", "view", "contiguous"))
+            prog.candidate_bugs.update(("raw_reduce_detached", "raw_reduce_noncontiguous_copy"))
+            if prog.bug == "raw_reduce_noncontiguous_copy":
+                style = "noncontiguous"
+            lines += raw_reduce(x, style, prog.bug == "raw_reduce_detached", early_bias)
+        else:
+            lin = f"F.linear({x}, self.weight, self.bias)" if early_bias else f"F.linear({x}, self.weight)"
+            region = ("_ReduceScatterToSequenceParallelRegion" if sp
+                      else "_ReduceFromTensorParallelRegion")
+            lines += [f"partial = {lin}", f"out = {prog.use(region)}.apply(partial)"]
+        lines.append("return out + self.bias" if bias and not early_bias else "return out")
+        prog.classes.append(module(name, init_src, "\n        ".join(lines)))
+        return ("seq" if sp else "rep"), out_w, dict(kind="row", out=out_w, sp=sp,
+                                                     scatter=scatter, raw=raw, bias=bias)
+
+
+def raw_reduce(x, style, detached, early_bias):
+    """Row-parallel reduction written with a raw collective in forward (its
+    backward is the identity, as the reduce-from region's)."""
+    bias = ", self.bias" if early_bias else ""
+    if style == "noncontiguous":
+        # The product is computed transposed; .contiguous() is then a copy.
+        lines = [f"partial = torch.matmul(self.weight, {x}.transpose(-1, -2)).transpose(-1, -2)"]
+        if early_bias:
+            lines.append("partial = partial + self.bias")
+        return lines + ["if dist.get_world_size(group=_TP) > 1:",
+                        "    dist.all_reduce(partial.contiguous(), group=_TP)",
+                        "out = partial"]
+    lines = [f"partial = F.linear({x}, self.weight{bias})", "if dist.get_world_size(group=_TP) > 1:"]
+    if detached:
+        return lines + ["    partial = partial.detach()",
+                        "    dist.all_reduce(partial, group=_TP)", "out = partial"]
+    if style == "contiguous":
+        # Transposed product made contiguous before the in-place reduction.
+        lines[0] = f"partial = torch.matmul(self.weight, {x}.transpose(-1, -2)).transpose(-1, -2)"
+        if early_bias:
+            lines.insert(1, "partial = partial + self.bias")
+        return lines + ["    partial = partial.contiguous()",
+                        "    dist.all_reduce(partial, group=_TP)", "out = partial"]
+    target = {"inplace": "partial", "data": "partial.data", "detach": "partial.detach()",
+              "view": "partial.view(-1)"}[style]
+    return lines + [f"    dist.all_reduce({target}, group=_TP)", "out = partial"]
+
+
+def fused_linear_function(name, bug):
+    """Megatron-like linear Function whose backward all-reduces the input
+    gradient itself (the copy-to region fused into the layer)."""
+    reduce_in = "        grad_input = _reduce(grad_input)\n"
+    pre = ""
+    if bug == "fused_missing_input_reduce":
+        reduce_in = ""
+    elif bug == "fused_reduce_grad_output_inplace":
+        pre, reduce_in = "        grad_output = _reduce(grad_output)\n", ""
+    post = ("        grad_weight = _reduce(grad_weight)\n" if bug == "fused_grad_weight_reduced" else "")
+    return (f"class {name}(torch.autograd.Function):\n"
+            f"    @staticmethod\n"
+            f"    def forward(ctx, input_, weight):\n"
+            f"        ctx.save_for_backward(input_, weight)\n"
+            f"        return torch.matmul(input_, weight.t())\n\n"
+            f"    @staticmethod\n"
+            f"    def backward(ctx, grad_output):\n"
+            f"        input_, weight = ctx.saved_tensors\n"
+            f"{pre}"
+            f"        grad_input = grad_output.matmul(weight)\n"
+            f"{reduce_in}"
+            f"        flat_grad = grad_output.reshape(-1, grad_output.shape[-1])\n"
+            f"        grad_weight = flat_grad.t().matmul(input_.reshape(-1, input_.shape[-1]))\n"
+            f"{post}"
+            f"        return grad_input, grad_weight\n")
+
+
+class ReplicatedNorm:
+    """Layer norm, RMS norm or an affine with replicated weights; in the
+    sequence-parallel region their gradients need an all-reduce."""
+    accepts = ("rep", "seq", "batch")
+
+    def build(self, prog, name, layout, width):
+        rng = prog.rng
+        flavour = rng.choice(("layer_norm", "rms_norm", "affine"))
+        sp = layout == "seq"
+        init = [f"self.weight = {prog.param(width)}"]
+        if flavour != "rms_norm":
+            init.append(f"self.bias = {prog.param(width)}")
+        params = "(self.weight, self.bias)" if flavour != "rms_norm" else "(self.weight,)"
+        if sp:
+            prog.candidate_bugs.add("sp_param_unsynced")
+            prog.sp_params = True
+        elif layout == "rep" and prog.mode == "tp":
+            prog.candidate_bugs.add("replicated_param_reduced")
+        mark = (sp and prog.bug != "sp_param_unsynced") or \
+               (layout == "rep" and prog.bug == "replicated_param_reduced")
+        if mark:
+            init.append(f"for p in {params}:\n            p.sequence_parallel = True")
+            prog.sp_params = True
+        xin = prog.cast_in("x")
+        w = prog.cast_in("self.weight")
+        b = prog.cast_in("self.bias")
+        if flavour == "layer_norm":
+            expr = f"F.layer_norm({xin}, ({width},), {w}, {b}, 1e-5)"
+        elif flavour == "rms_norm":
+            expr = f"{xin} * torch.rsqrt({xin}.pow(2).mean(-1, keepdim=True) + 1e-6) * {w}"
+        else:
+            expr = f"{xin} * {w} + {b}"
+        body = f"return {prog.cast_out(expr)}"
+        prog.classes.append(module(name, "\n        ".join(init), body, arg="x"))
+        return layout, width, dict(kind="norm", flavour=flavour, sp=sp)
+
+
+class Nonlinearity:
+    accepts = ("rep", "seq", "col", "batch")
+
+    def build(self, prog, name, layout, width):
+        choices = ["gelu", "tanh", "silu", "exp", "sigmoid_gate", "scale"]
+        if layout != "col":
+            choices.append("softmax")
+        else:
+            prog.candidate_bugs.add("local_softmax")
+        fn = prog.rng.choice(choices)
+        if prog.bug == "local_softmax" and layout == "col":
+            fn = "softmax"
+        x = prog.cast_in("x")
+        expr = {"gelu": f"F.gelu({x})", "tanh": f"torch.tanh({x})", "silu": f"F.silu({x})",
+                "exp": f"torch.exp({x})", "sigmoid_gate": f"{x} * torch.sigmoid(1.702 * {x})",
+                "scale": f"{x} * 0.5", "softmax": f"torch.softmax({x}, dim=-1)"}[fn]
+        prog.classes.append(module(name, None, f"return {prog.cast_out(expr)}", arg="x"))
+        return layout, width, dict(kind="nonlinearity", fn=fn)
+
+
+class LayoutChange:
+    """Megatron's scatter/gather regions between the layouts."""
+    accepts = ("rep", "seq", "col")
+
+    def build(self, prog, name, layout, width):
+        if layout == "rep":
+            mapping, call, out = "_ScatterToSequenceParallelRegion", "apply(x)", "seq"
+        elif layout == "seq":
+            mapping, call, out = "_GatherFromSequenceParallelRegion", "apply(x, False)", "rep"
+            prog.sp_gather_flags.add(False)
+        else:
+            mapping, call, out = "_GatherFromTensorParallelRegion", "apply(x)", "rep"
+        prog.classes.append(module(name, None, f"return {prog.use(mapping)}.{call}", arg="x"))
+        return out, width, dict(kind="layout", mapping=mapping)
+
+
+class DataParallelLinear:
+    accepts = ("batch",)
+
+    def build(self, prog, name, layout, width):
+        rng = prog.rng
+        out_w = rng.choice((4, 8))
+        custom = rng.random() < 0.3
+        init = [f"self.weight = {prog.param(f'{out_w}, {width}')}",
+                f"self.bias = {prog.param(out_w)}"]
+        if custom:
+            fn = f"_LinearFunction{name[-1]}"
+            prog.classes.append(dp_linear_function(fn))
+            body = f"return {fn}.apply(x, self.weight, self.bias)"
+        else:
+            body = "return F.linear(x, self.weight, self.bias)"
+        prog.classes.append(module(name, "\n        ".join(init), body, arg="x"))
+        return layout, out_w, dict(kind="dp_linear", out=out_w, custom=custom)
+
+
+def dp_linear_function(name):
+    return (f"class {name}(torch.autograd.Function):\n"
+            f"    @staticmethod\n"
+            f"    def forward(ctx, input_, weight, bias):\n"
+            f"        ctx.save_for_backward(input_, weight)\n"
+            f"        return torch.matmul(input_, weight.t()) + bias\n\n"
+            f"    @staticmethod\n"
+            f"    def backward(ctx, grad_output):\n"
+            f"        input_, weight = ctx.saved_tensors\n"
+            f"        flat_grad = grad_output.reshape(-1, grad_output.shape[-1])\n"
+            f"        grad_weight = flat_grad.t().matmul(input_.reshape(-1, input_.shape[-1]))\n"
+            f"        return grad_output.matmul(weight), grad_weight, flat_grad.sum(0)\n")
+
+
+def module(name, init, body, arg="input_"):
+    init_src = f"        {init}\n" if init else ""
+    return (f"class {name}(torch.nn.Module):\n"
+            f"    def __init__(self):\n"
+            f"        super().__init__()\n{init_src}\n"
+            f"    def forward(self, {arg}):\n"
+            f"        {body}\n")
+
+
+TP_BLOCKS = [ColumnParallelLinear(), RowParallelLinear(), ReplicatedNorm(), Nonlinearity(),
+             LayoutChange()]
+DP_BLOCKS = [DataParallelLinear(), ReplicatedNorm(), Nonlinearity()]
+PARALLEL_KINDS = ("column", "row", "layout")
+
+
+# --- Gradient finalisation ---------------------------------------------------
+def tp_finalize(prog):
+    """All-reduce the gradients of sequence-parallel replicated weights over
+    the tensor-parallel group (Megatron's finalize_model_grads)."""
+    bug = prog.bug
+    bucket = prog.rng.random() < 0.4
+    if prog.sp_params:  # otherwise there is nothing to reduce, nor to get wrong
+        prog.candidate_bugs.update(("finalize_average", "finalize_wrong_group"))
+        prog.candidate_bugs.add("finalize_flat_not_copied_back" if bucket else "grad_reduce_in_fp16"
+                                if prog.dtype == "bf16" else "finalize_average")
+    group = "_DP" if bug == "finalize_wrong_group" else "_TP"
+    head = ("def finalize_grads(model):\n"
+            "    world = dist.get_world_size(group=_TP)\n"
+            "    if world == 1:\n        return\n"
+            "    grads = [p.grad for p in model.parameters()\n"
+            "             if getattr(p, \"sequence_parallel\", False) and p.grad is not None]\n")
+    if bucket:
+        copy_back = "" if bug == "finalize_flat_not_copied_back" else (
+            "    offset = 0\n    for grad in grads:\n"
+            "        grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))\n"
+            "        offset += grad.numel()\n")
+        return (head + "    if not grads:\n        return\n"
+                "    flat = torch.cat([grad.reshape(-1) for grad in grads])\n"
+                f"    dist.all_reduce(flat, group={group})\n"
+                + ("    flat.div_(world)\n" if bug == "finalize_average" else "") + copy_back)
+    return head + "    for grad in grads:\n" + grad_allreduce(
+        prog, "grad", group, divide=bug == "finalize_average", indent=8)
+
+
+def grad_allreduce(prog, g, group, divide, indent):
+    """One gradient's all-reduce (in one of several equivalent spellings, or
+    through a wider/narrower buffer under bf16), optionally averaged."""
+    pad = " " * indent
+    if prog.dtype == "bf16":
+        narrow = prog.bug == "grad_reduce_in_fp16"
+        spelling = prog.rng.choice(("cast", "copy_into"))
+        if not narrow:
+            spelling = "cast"
+        if spelling == "copy_into":
+            lines = [f"buffer = torch.empty({g}.shape, dtype=torch.float16)",
+                     f"buffer.copy_({g})"]
+        else:
+            lines = [f"buffer = {g}.{'half' if narrow else 'float'}()"]
+        lines.append(f"dist.all_reduce(buffer, group={group})")
+        if divide:
+            lines.append("buffer = buffer / world")
+        lines.append(f"{g}.copy_(buffer.to({g}.dtype))")
+    else:
+        target = prog.rng.choice((g, f"{g}.data", f"{g}.view(-1)", f"{g}.detach()"))
+        if prog.bug == "dp_clone_not_written":
+            target = f"{g}.clone()"
+        lines = [f"dist.all_reduce({target}, group={group})"]
+        if divide:
+            lines.append(prog.rng.choice((f"{g}.div_(world)", f"{g}.mul_(1.0 / world)")))
+    return "".join(pad + line + "\n" for line in lines)
+
+
+def dp_finalize(prog, mean_loss):
+    """Data-parallel gradient averaging: in finalize_grads (per parameter or
+    one flat bucket) or in gradient hooks. Returns (finalize source, hook
+    source and registration or None, whether the loss is divided by the world)."""
+    bug, rng = prog.bug, prog.rng
+    # The loss may be divided by the world instead (then the reduction sums).
+    loss_divided = mean_loss and rng.random() < 0.25
+    scheme = rng.choice(("loop", "loop", "bucket", "hook"))
+    if prog.dtype == "bf16" and scheme == "bucket":
+        scheme = "loop"
+    candidates = {"dp_skip_bias", "finalize_wrong_group"}
+    if mean_loss:
+        candidates.add("dp_scaled_twice")
+        if not loss_divided:
+            candidates.add("dp_sum_not_average")
+    else:
+        candidates.add("dp_average_sum_loss")
+    if prog.dtype == "bf16" and scheme == "loop":
+        candidates.add("grad_reduce_in_fp16")
+    if prog.dtype != "bf16" and scheme != "hook":
+        candidates.add("dp_clone_not_written")
+    prog.candidate_bugs.update(candidates)
+
+    if bug == "dp_scaled_twice":
+        loss_divided = True
+    average = (mean_loss and not loss_divided) or bug in ("dp_average_sum_loss", "dp_scaled_twice")
+    if bug == "dp_sum_not_average":
+        average = False
+    group = "_TP" if bug == "finalize_wrong_group" else "_DP"
+    if scheme == "hook":
+        hook = ("def _allreduce_hook(grad):\n"
+                "    world = dist.get_world_size(group=_DP)\n"
+                "    grad = grad.clone()\n"
+                f"    dist.all_reduce(grad, group={group})\n"
+                + ("    return grad / world\n" if average else "    return grad\n"))
+        reg = ("    for param in model.parameters():\n"
+               + ("        if param.dim() > 1:\n            param.register_hook(_allreduce_hook)\n"
+                  if bug == "dp_skip_bias" else "        param.register_hook(_allreduce_hook)\n"))
+        return "def finalize_grads(model):\n    return\n", (hook, reg), loss_divided
+    cond = "p.grad is not None" + (" and p.dim() > 1" if bug == "dp_skip_bias" else "")
+    head = ("def finalize_grads(model):\n"
+            "    world = dist.get_world_size(group=_DP)\n"
+            "    if world == 1:\n        return\n")
+    if scheme == "bucket":
+        target = "flat.clone()" if bug == "dp_clone_not_written" else "flat"
+        return (head + f"    grads = [p.grad for p in model.parameters() if {cond}]\n"
+                "    if not grads:\n        return\n"
+                "    flat = torch.cat([grad.reshape(-1) for grad in grads])\n"
+                f"    dist.all_reduce({target}, group={group})\n"
+                + ("    flat.div_(world)\n" if average else "")
+                + "    offset = 0\n    for grad in grads:\n"
+                "        grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))\n"
+                "        offset += grad.numel()\n"), None, loss_divided
+    return (head + "    for p in model.parameters():\n"
+            f"        if {cond}:\n" + grad_allreduce(prog, "p.grad", group, average, 12)), \
+        None, loss_divided
+
+
+# --- The program -------------------------------------------------------------
+def generate(seed):
+    """(source, sidecar) of program `seed`."""
+    rng = random.Random(seed)
+    mode = "dp" if rng.random() < 0.3 else "tp"
+    dtype = "bf16" if rng.random() < 0.2 else "fp32"
+    buggy = rng.random() < 0.6
+    # First pass draws the structure and collects the applicable bugs; the
+    # second pass, from the same seed, renders it with the chosen bug.
+    plan = _build(seed, mode, dtype, None)
+    bug = None
+    if buggy and plan.candidate_bugs:
+        bug = random.Random(seed * 7919 + 1).choice(sorted(plan.candidate_bugs))
+    prog = _build(seed, mode, dtype, bug)
+    return prog.source, dict(seed=seed, mode=mode, dtype=dtype, blocks=prog.blocks, bug=bug,
+                             bug_description=BUGS.get(bug), loss=prog.loss_desc)
+
+
+def _build(seed, mode, dtype, bug):
+    rng = random.Random(seed)
+    for _ in range(3):  # mode, dtype, buggy: drawn by generate() from this seed
+        rng.random()
+    prog = Program(rng, mode, dtype)
+    prog.bug = bug
+    prog.sp_params = False
+    prog.sp_gather_flags = set()
+    three_d = rng.random() < 0.3
+    width = rng.choice((4, 8))
+    if mode == "tp":
+        layout = rng.choice(("rep", "rep", "seq"))
+        blocks = TP_BLOCKS
+    else:
+        layout, blocks = "batch", DP_BLOCKS
+    in_layout, in_width = layout, width
+    n = rng.randint(1, 4)
+    layers, descs = [], []
+    for i in range(n):
+        usable = [b for b in blocks if layout in b.accepts]
+        if i == 0:  # a layer with parameters (tensor-parallel ones under TP) comes first
+            usable = [b for b in usable if isinstance(b, (ColumnParallelLinear, RowParallelLinear,
+                                                          DataParallelLinear, ReplicatedNorm))]
+            if mode == "tp":
+                usable = [b for b in usable if not isinstance(b, ReplicatedNorm)]
+        block = rng.choice(usable)
+        name = f"Layer{i}"
+        new_layout, new_width, desc = block.build(prog, name, layout, width)
+        residual = new_layout == layout and new_width == width and rng.random() < 0.3
+        desc["residual"] = residual
+        layers.append((name, residual))
+        descs.append(desc)
+        layout, width = new_layout, new_width
+    prog.blocks = descs
+    # The sequence-parallel gather's bug depends on which flags are used.
+    if prog.sp_gather_flags:
+        prog.candidate_bugs.discard("sp_gather_backward_split")
+        prog.candidate_bugs.discard("sp_gather_backward_reduce_scatter")
+        prog.candidate_bugs.update(SP_GATHER_BUG[f] for f in prog.sp_gather_flags)
+
+    # Loss: a mean only where the output is replicated (TP) or over the
+    # batch (DP, then gradients are averaged).
+    if mode == "dp":
+        mean_loss = rng.random() < 0.7
+    else:
+        mean_loss = layout == "rep" and rng.random() < 0.4
+    square = rng.random() < 0.4
+    out = "out.float()" if dtype == "bf16" else "out"
+    term = f"({out} * {out})" if square else out
+    loss = f"{term}.mean()" if mean_loss else f"{term}.sum()"
+    if dtype == "bf16":
+        loss += " * 2.0 ** 20"  # loss scaling
+    hook = None
+    if mode == "dp":
+        finalize, hook, loss_divided = dp_finalize(prog, mean_loss)
+        if loss_divided:
+            loss = f"{loss} / dist.get_world_size(group=_DP)"
+    else:
+        finalize = tp_finalize(prog)
+    prog.loss_desc = loss
+
+    # Primitives and mappings, variants chosen (the bug's where it applies).
+    head = []
+    for p in sorted(prog.primitives):
+        variants = PRIMITIVES[p]
+        variant = bug if bug in variants else rng.choice(sorted(v for v in variants if v.startswith("ok")))
+        head.append(_block(variants[variant]))
+    for m in sorted(prog.mappings):
+        variants = MAPPINGS[m][1]
+        variant = bug if bug in variants else "ok"
+        fwd, bwd = variants[variant]
+        head.append(_mapping(m, fwd, bwd, extra_arg=m == "_GatherFromSequenceParallelRegion"))
+
+    forward = []
+    for name, residual in layers:
+        attr = name.lower()
+        forward.append(f"x = x + self.{attr}(x)" if residual else f"x = self.{attr}(x)")
+    model = ("class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             + "".join(f"        self.{name.lower()} = {name}()\n" for name, _ in layers)
+             + "\n    def forward(self, x):\n"
+             + "".join(f"        {line}\n" for line in forward) + "        return x\n")
+
+    shape = f"4, 2, {in_width}" if three_d else f"4, {in_width}"
+    draw = f"torch.randn({shape})" + (".to(torch.bfloat16)" if dtype == "bf16" else "")
+    if rng.random() < 0.75:  # an activation: its gradient is checked where it is whole
+        draw += ".requires_grad_()"
+    local = in_layout in ("seq", "batch")
+    group_setup = (
+        "    global _TP, _DP\n"
+        "    rank, world = dist.get_rank(), dist.get_world_size()\n"
+        + ("    _TP = dist.new_group(list(range(world)))\n"
+           "    for r in range(world):  # one data-parallel group per rank\n"
+           "        group = dist.new_group([r])\n"
+           "        if r == rank:\n            _DP = group\n" if mode == "tp" else
+           "    _DP = dist.new_group(list(range(world)))\n"
+           "    for r in range(world):  # one tensor-parallel group per rank\n"
+           "        group = dist.new_group([r])\n"
+           "        if r == rank:\n            _TP = group\n"))
+    hooks = hook[1] if hook else ""
+    entry = ("def entry():\n" + group_setup
+             + f"    x = {draw}\n"
+             + "    model = Model()\n" + hooks
+             + "    return {\"model\": model,\n"
+             + (f"            \"inputs\": (x.chunk(world, dim=0)[rank],),\n" if local else
+                "            \"inputs\": (x,),\n")
+             + f"            \"loss\": lambda out: {loss},\n"
+             + "            \"finalize_grads\": lambda: finalize_grads(model),\n"
+             + ("            \"tensor_parallel_group\": _TP}\n" if mode == "tp" else
+                "            \"data_parallel_group\": _DP}\n"))
+    doc = (f"# Generated by tests/soundness/generate.py, seed {seed}: {mode}, {dtype}, "
+           f"{len(layers)} layer(s).\n"
+           + (f"# Injected bug: {bug}: {BUGS[bug]}.\n" if bug else "# No injected bug.\n"))
+    parts = [doc + "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n\n"
+             "_TP = None  # tensor-parallel group, set by entry()\n"
+             "_DP = None  # data-parallel group, set by entry()\n"]
+    parts += head + prog.classes + [model, finalize]
+    if hook:
+        parts.append(hook[0])
+    parts.append(entry)
+    prog.source = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+    return prog
+
+
+def write(seed, out_dir):
+    """Writes prog_SEED.py and prog_SEED.json; returns the .py path."""
+    source, sidecar = generate(seed)
+    path = os.path.join(out_dir, f"prog_{seed}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    with open(path[:-3] + ".json", "w") as f:
+        json.dump(sidecar, f, indent=1)
+    return path
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        print(write(int(sys.argv[1]), sys.argv[2]))
+    else:
+        src, side = generate(int(sys.argv[1]))
+        print(src)
+        print("#", json.dumps(side))
