@@ -34,6 +34,7 @@ def reset(root):
     state.building = False
     state.module_boundaries = False
     state.gaps = []
+    state.per_run = {}
     state.rng = None  # torch/random.py: every run starts from unseeded generators
     state.per_run = {}
 

@@ -584,11 +584,12 @@ class Module:
         return self
 
     # ---- dtype and device ----------------------------------------------------------
-    def _apply(self, fn):
+    def _apply(self, fn, recurse=True):
         """fn on every parameter (in place, through .data, as PyTorch does by
         default), its gradient, and every buffer (replaced)."""
-        for m in self.children():
-            m._apply(fn)
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
         with _autograd._no_grad():
             for p in self._parameters.values():
                 if p is None:
@@ -600,6 +601,13 @@ class Module:
                 if b is not None:
                     self._buffers[name] = fn(b)
         return self
+
+    @_tracing.no_effect(device="device placement")
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers get fresh uninitialised storage: fresh
+        symbolic values (a Parameter built in the entry keeps its own)."""
+        from .. import empty_like
+        return self._apply(lambda t: empty_like(t), recurse=recurse)
 
     def _cast(self, dtype):
         return self._apply(lambda t: t.to(dtype) if _floating(t) else t)
