@@ -34,7 +34,6 @@ def reset(root):
     state.building = False
     state.module_boundaries = False
     state.gaps = []
-    state.per_run = {}
     state.rng = None  # torch/random.py: every run starts from unseeded generators
     state.per_run = {}
 
