@@ -496,8 +496,9 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 __all__ += ["leaky_relu", "normalize"]
 
 
-# The rest of PyTorch's torch.nn.functional: code may name or feature-test
-# them (hasattr works); calling one stops the trace there.
+# The rest of PyTorch's torch.nn.functional: a feature probe (hasattr) sees
+# one missing and takes its fallback; a use stops the trace there (could not
+# prove, not the user's error).
 _UNMODELLED = frozenset("""
 adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool1d
 adaptive_max_pool1d_with_indices adaptive_max_pool2d adaptive_max_pool2d_with_indices
@@ -522,9 +523,4 @@ unfold upsample upsample_bilinear upsample_nearest
 
 
 def __getattr__(name):
-    if name in _UNMODELLED:
-        def unmodelled(*args, **kwargs):
-            _tracing.unmodelled(f"torch.nn.functional.{name}")
-        unmodelled.__name__ = unmodelled.__qualname__ = name
-        return unmodelled
-    raise AttributeError(f"module 'torch.nn.functional' has no attribute '{name}'")
+    raise _tracing.missing_attribute("torch.nn.functional", name, _UNMODELLED)
