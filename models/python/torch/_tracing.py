@@ -67,7 +67,10 @@ def location():
             if fallback is None:
                 fallback = here
         frame = frame.f_back
-    return fallback or ("<unknown>", 0, "", 0)
+    # Work the stand-in does on the user's behalf with no user frame on the
+    # stack (DDP's reduction in the backward's final callback) names the
+    # user line that set it up.
+    return fallback or state.per_run.get("fallback_location") or ("<unknown>", 0, "", 0)
 
 
 def display(path):

@@ -58,6 +58,7 @@ class DistributedDataParallel(Module):
         if not self._ddp_params:
             raise RuntimeError("DistributedDataParallel is not needed when a module "
                                "doesn't have any parameter that requires a gradient.")
+        object.__setattr__(self, "_site", _tracing.location())  # where it was built
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_ready", set())
         object.__setattr__(self, "_finalize_queued", False)
@@ -101,6 +102,15 @@ class DistributedDataParallel(Module):
             _autograd.queue_callback(self._finalize_backward)
 
     def _finalize_backward(self):
+        per_run = _tracing.state.per_run
+        outer = per_run.get("fallback_location")
+        per_run["fallback_location"] = self._site  # the reduction is this DDP's
+        try:
+            self._reduce_gradients()
+        finally:
+            per_run["fallback_location"] = outer
+
+    def _reduce_gradients(self):
         object.__setattr__(self, "_finalize_queued", False)
         object.__setattr__(self, "_armed", False)
         params = self._ddp_params
