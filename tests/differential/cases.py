@@ -417,6 +417,19 @@ CASES.update({
 })
 
 
+def _constant_inits(x):
+    """Constant initialisers write their value (under no_grad, so into a leaf
+    that requires grad too)."""
+    w = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    torch.nn.init.constant_(w, 1.5)
+    b = torch.nn.init.ones_(torch.empty(3, dtype=torch.float64))
+    z = torch.nn.init.zeros_(torch.ones(3, dtype=torch.float64))
+    return x * w + b * x * torch.nn.init.calculate_gain("relu") + z
+
+
+CASES["constant_inits"] = ([(3,)], _constant_inits)
+
+
 # ---- aliasing, requires_grad, extremes (lead) ------------------------------
 # Each case is also checked for aliasing (does writing into the result change
 # the input?) and for whether its result requires grad.
