@@ -198,3 +198,15 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             data.requires_grad = True
         return data
+
+
+class _ExecutionEngine:
+    """Variable._execution_engine: queue_callback(fn) runs fn when the
+    running backward ends (DeepSpeed's and DDP's gradient reductions)."""
+
+    @staticmethod
+    def queue_callback(callback):
+        _autograd.queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()
