@@ -83,9 +83,11 @@ def _step(model, inputs, layout):
 def _activations(inputs):
     """Float inputs are activations coming from the layers before, so they
     require grad, as inside a model (their gradients are checked where a
-    rank gets them whole); token ids and masks are passed as they are."""
-    return tuple(x.detach().requires_grad_() if isinstance(x, torch.Tensor) and
-                 x.is_floating_point() else x for x in inputs)
+    rank gets them whole); token ids and masks are passed as they are. Each
+    is a contiguous tensor of its own, as a data loader hands a rank its
+    batch (a slice along the batch dim of [s, b, h] is not)."""
+    return tuple(x.detach().contiguous().requires_grad_() if isinstance(x, torch.Tensor)
+                 and x.is_floating_point() else x for x in inputs)
 
 
 def _tp_slice(x, layout, dim):
@@ -229,7 +231,7 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     finalize_model_grads = _component(distributed, "finalize_model_grads")
     model = ddp_class(config, ddp_config, step["model"])
     model.zero_grad_buffer()  # what the training loop does before each step
-    inputs = tuple(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
+    inputs = _activations(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
 
     def loss(out):
         out = out[0] if isinstance(out, tuple) else out  # (output, bias) layers

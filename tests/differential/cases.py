@@ -2,6 +2,8 @@
 function of the inputs written against the torch API; it runs under Debian's
 python3-torch (torch_reference.py) and under shardproof's stand-in
 (standin_check.py), and the outputs and input gradients must agree."""
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -781,4 +783,40 @@ CASES.update({
                                         torch.tensor(2.0, dtype=torch.float64)),
     "dtype_inplace_add_keeps_buffer_format": ([(2, 3)], lambda x: _inplace_keeps_format(x, False)),
     "dtype_copy_into_narrower_buffer": ([(2, 3)], lambda x: _inplace_keeps_format(x, True)),
+})
+
+
+# ---- extended reals (h6) ------------------------------------------------------
+# -inf fills and what softmax, log_softmax, exp and max make of them; a fully
+# masked row is NaN as PyTorch computes it (max is -inf, -inf - -inf is NaN).
+_CAUSAL = torch.ones(3, 3, dtype=torch.bool).triu(1)
+_ROW_MASKED = torch.tensor([[True, True, True], [False, True, False]])
+
+CASES.update({
+    "causal_masked_softmax": ([(2, 3, 3)], lambda x: F.softmax(
+        x.masked_fill(_CAUSAL, float("-inf")), dim=-1)),
+    "fully_masked_row_softmax": ([(2, 3)], lambda x: torch.softmax(
+        x.masked_fill(_ROW_MASKED, float("-inf")), -1)),
+    "masked_log_softmax": ([(2, 3)], lambda x: F.log_softmax(
+        x.masked_fill(torch.tensor([[False, True, False], [True, False, False]]),
+                      float("-inf")), dim=-1)),
+    "where_full_inf_exp_max": ([(3, 3)], lambda x: torch.where(
+        _CAUSAL, torch.full((3, 3), -math.inf), x).exp()
+        + torch.maximum(x, torch.full((3, 3), float("-inf")))
+        + x.masked_fill(_CAUSAL, float("-inf")).amax(-1, keepdim=True)),
+    "finfo_min_fully_masked_row": ([(2, 3)], lambda x: F.softmax(
+        x.masked_fill(_ROW_MASKED, torch.finfo(x.dtype).min), dim=-1)),
+    "inf_arithmetic_with_constants": ([(2, 3)], lambda x: (
+        x.masked_fill(_ROW_MASKED, float("-inf")) * 2.0 - 1.0).exp() / 4.0
+        + (x.masked_fill(_ROW_MASKED, float("inf")) < 3.0).float()),
+})
+
+
+# ---- Tensor.to forms (lead) -------------------------------------------------
+CASES.update({
+    "to_device_object": ([(2, 3)], lambda x: x.to(torch.device("cpu"))),
+    "to_device_string_and_dtype": ([(2, 3)], lambda x: x.to("cpu", torch.float64) * 2),
+    "to_other_tensor": ([(2, 3)], lambda x: x.to(torch.zeros(1, dtype=torch.float64))),
+    "to_dtype_keyword_non_blocking": ([(2, 3)], lambda x: x.to(dtype=torch.float64,
+                                                                non_blocking=True) + 1),
 })

@@ -34,6 +34,9 @@ class device:
         return f"device(type='{self.type}')"
 
 
+_Device = device  # `device` is also a parameter name of Tensor.to
+
+
 def _as_array(x, dtype):
     return np.asarray(x, dtype=dtype.numpy)
 
@@ -547,7 +550,7 @@ class Tensor:
                 dtype = a.dtype
             elif isinstance(a, _py_bool):
                 flags.append(a)  # to(dtype, non_blocking, copy)
-            elif not isinstance(a, (str, builtins.int, device)):
+            elif not isinstance(a, (str, builtins.int, _Device)):
                 raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
         if len(flags) > 1:
             copy = flags[1]
