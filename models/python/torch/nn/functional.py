@@ -386,6 +386,8 @@ def _logsumexp(x, dim, keepdim=False):
     from .._tensor import _fn, maximum_scalar
     if not x.dtype.is_floating_point:
         x = x.to(_dtypes.default_float())
+    if isinstance(dim, (tuple, list)) and not dim:
+        _tracing.unmodelled("logsumexp over an empty list of dims")
     if x.ndim == 0:
         return x * 1.0
     axes = _axes(dim, x.ndim)
