@@ -3,7 +3,7 @@ managers; the stand-in has no C extension behind it."""
 import contextlib
 import types
 
-from . import Generator  # noqa: F401
+from . import Generator, _tracing  # noqa: F401
 from .distributed import ProcessGroup, ReduceOp
 from .nn import functional as _functional
 
@@ -20,3 +20,12 @@ def DisableTorchFunctionSubclass():  # noqa: N802 (torch's name)
 
 
 DisableTorchFunction = DisableTorchFunctionSubclass
+
+
+def __getattr__(name):
+    """Real torch._C (PyTorch's C extension) holds almost every name code
+    asks it for: one the stand-in lacks is "not modelled" (could not prove
+    where used, an AttributeError to a probe), never the user's error."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise _tracing.NotModelledAttribute(f"torch._C.{name} is not modelled")
