@@ -10,6 +10,8 @@ forward's graph and differentiates it directly: the values and gradients are
 those of PyTorch's recomputation as long as the function is deterministic
 given the RNG state (which preserve_rng_state ensures) and reads no state
 that changes between its forward and its backward."""
+import contextlib
+
 from .. import _tracing
 from ..autograd import Function
 
@@ -88,18 +90,20 @@ class CheckpointFunction(Function):
                                     for x in detached)
 
 
-def _noop_context_fn():
-    return None
+def noop_context_fn():
+    """The default context_fn: no context around the forward nor around the
+    recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 @_tracing.no_effect(determinism_check=_ERROR_CHECK_ONLY,
                     debug="it only adds operator traces to the errors raised")
-def checkpoint(function, *args, use_reentrant=None, context_fn=_noop_context_fn,
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
                determinism_check="default", debug=False, preserve_rng_state=True,
                **kwargs):
     if use_reentrant is None:  # PyTorch 2.4 warns, then takes the reentrant form
         use_reentrant = True
-    if context_fn is not _noop_context_fn:
+    if context_fn is not noop_context_fn:
         if use_reentrant:
             raise ValueError("Passing `context_fn` or `debug` is only supported when "
                              "use_reentrant=False.")
