@@ -41,8 +41,9 @@ BUGS = {
     "fused_missing_input_reduce": "fused linear Function's backward misses the input-gradient all-reduce",
     "fused_grad_weight_reduced": "fused linear Function's backward also all-reduces the sharded weight gradient",
     "fused_reduce_grad_output_inplace": "fused linear Function all-reduces grad_output in place before the weight gradient uses it",
+    "sp_fused_saves_gather_buffer": "sequence-parallel linear saves the shared all-gather buffer for backward (overwritten by later gathers) instead of gathering again",
     "bias_before_reduce": "row-parallel bias added before the reduction (counted world-size times)",
-    "raw_reduce_detached": "raw all-reduce on a detached activation cuts the graph the weights need",
+    "raw_reduce_detached": "raw all-reduce on a .detach()/.data activation cuts the graph the weights need",
     "raw_reduce_noncontiguous_copy": "raw all-reduce on .contiguous() of a non-contiguous tensor (a copy) whose result is dropped",
     "sp_param_unsynced": "a replicated sequence-parallel weight's gradient is never all-reduced",
     "replicated_param_reduced": "a replicated weight outside the sequence-parallel region is all-reduced too (summed twice)",
@@ -255,6 +256,7 @@ class Program:
 
     def __init__(self, rng, mode, dtype):
         self.rng, self.mode, self.dtype = rng, mode, dtype
+        self.shared = {}           # other module-level helpers, by name
         self.mappings = set()      # mapping Functions used
         self.primitives = set()    # the primitives they (or fused Functions) call
         self.classes = []          # class sources, in order
@@ -305,7 +307,7 @@ class ColumnParallelLinear:
         out_w = rng.choice((4, 8))
         sp = layout == "seq"
         gather = not sp and rng.random() < 0.25
-        fused = not sp and not gather and rng.random() < 0.35
+        fused = not gather and rng.random() < 0.35
         bias = rng.random() < 0.6 and not fused
         params = "(self.weight, self.bias)" if bias else "(self.weight,)"
         init = [f"world = dist.get_world_size(group=_TP)",
@@ -313,7 +315,15 @@ class ColumnParallelLinear:
         if bias:
             init.append(f"self.bias = {prog.param(f'{out_w} // world')}")
         init_src = "\n        ".join(init) + TP_ATTRS.format(params=params, dim=0)
-        if fused:
+        if fused and sp:
+            prog.use_primitive("_reduce_scatter_first")
+            prog.candidate_bugs.add("sp_fused_saves_gather_buffer")
+            if "_gather_into_buffer" not in prog.shared:
+                prog.shared["_gather_into_buffer"] = GATHER_INTO_BUFFER
+            fn = f"_SequenceParallelLinear{name[-1]}"
+            prog.classes.append(sp_fused_linear_function(fn, prog.bug))
+            body = f"return {fn}.apply(input_, self.weight)"
+        elif fused:
             prog.use_primitive("_reduce")
             prog.candidate_bugs.update(("fused_missing_input_reduce", "fused_grad_weight_reduced",
                                         "fused_reduce_grad_output_inplace"))
@@ -368,7 +378,9 @@ class RowParallelLinear:
             prog.candidate_bugs.update(("raw_reduce_detached", "raw_reduce_noncontiguous_copy"))
             if prog.bug == "raw_reduce_noncontiguous_copy":
                 style = "noncontiguous"
-            lines += raw_reduce(x, style, prog.bug == "raw_reduce_detached", early_bias)
+            cut = rng.choice(("detach()", "data"))
+            lines += raw_reduce(x, style, cut if prog.bug == "raw_reduce_detached" else None,
+                                early_bias)
         else:
             lin = f"F.linear({x}, self.weight, self.bias)" if early_bias else f"F.linear({x}, self.weight)"
             region = ("_ReduceScatterToSequenceParallelRegion" if sp
@@ -382,7 +394,8 @@ class RowParallelLinear:
 
 def raw_reduce(x, style, detached, early_bias):
     """Row-parallel reduction written with a raw collective in forward (its
-    backward is the identity, as the reduce-from region's)."""
+    backward is the identity, as the reduce-from region's). `detached`: the
+    bug's spelling of the cut ("detach()" or "data"), or None."""
     bias = ", self.bias" if early_bias else ""
     if style == "noncontiguous":
         # The product is computed transposed; .contiguous() is then a copy.
@@ -394,7 +407,7 @@ def raw_reduce(x, style, detached, early_bias):
                         "out = partial"]
     lines = [f"partial = F.linear({x}, self.weight{bias})", "if dist.get_world_size(group=_TP) > 1:"]
     if detached:
-        return lines + ["    partial = partial.detach()",
+        return lines + [f"    partial = partial.{detached}",
                         "    dist.all_reduce(partial, group=_TP)", "out = partial"]
     if style == "contiguous":
         # Transposed product made contiguous before the in-place reduction.
@@ -406,6 +419,47 @@ def raw_reduce(x, style, detached, early_bias):
     target = {"inplace": "partial", "data": "partial.data", "detach": "partial.detach()",
               "view": "partial.view(-1)"}[style]
     return lines + [f"    dist.all_reduce({target}, group=_TP)", "out = partial"]
+
+
+# Megatron keeps one global buffer per shape for the sequence-parallel
+# all-gather, and gathers again in backward rather than saving the buffer.
+GATHER_INTO_BUFFER = """
+_GATHER_BUFFERS = {}
+
+
+def _gather_into_buffer(input_):
+    world = dist.get_world_size(group=_TP)
+    if world == 1:
+        return input_
+    shape = (world * input_.shape[0],) + tuple(input_.shape[1:])
+    key = (shape, input_.dtype)
+    if key not in _GATHER_BUFFERS:
+        _GATHER_BUFFERS[key] = torch.empty(shape, dtype=input_.dtype)
+    dist.all_gather_into_tensor(_GATHER_BUFFERS[key], input_.contiguous(), group=_TP)
+    return _GATHER_BUFFERS[key]
+"""
+
+
+def sp_fused_linear_function(name, bug):
+    """Sequence-parallel column linear as one Function: all-gather of the
+    input in forward, reduce-scatter of the input gradient in backward."""
+    saves_buffer = bug == "sp_fused_saves_gather_buffer"
+    regather = ("" if saves_buffer else
+                "        total_input = _gather_into_buffer(input_)\n")
+    return (f"class {name}(torch.autograd.Function):\n"
+            f"    @staticmethod\n"
+            f"    def forward(ctx, input_, weight):\n"
+            f"        total_input = _gather_into_buffer(input_)\n"
+            f"        ctx.save_for_backward({'total_input' if saves_buffer else 'input_'}, weight)\n"
+            f"        return torch.matmul(total_input, weight.t())\n\n"
+            f"    @staticmethod\n"
+            f"    def backward(ctx, grad_output):\n"
+            f"        {'total_input' if saves_buffer else 'input_'}, weight = ctx.saved_tensors\n"
+            f"{regather}"
+            f"        grad_input = _reduce_scatter_first(grad_output.matmul(weight))\n"
+            f"        flat_grad = grad_output.reshape(-1, grad_output.shape[-1])\n"
+            f"        grad_weight = flat_grad.t().matmul(total_input.reshape(-1, total_input.shape[-1]))\n"
+            f"        return grad_input, grad_weight\n")
 
 
 def fused_linear_function(name, bug):
@@ -756,6 +810,7 @@ def _build(seed, mode, dtype, bug):
         variants = PRIMITIVES[p]
         variant = bug if bug in variants else rng.choice(sorted(v for v in variants if v.startswith("ok")))
         head.append(_block(variants[variant]))
+    head += [_block(src) for _, src in sorted(prog.shared.items())]
     for m in sorted(prog.mappings):
         variants = MAPPINGS[m][1]
         variant = bug if bug in variants else "ok"
