@@ -22,7 +22,8 @@ def _module_package():
               "linear": ("Linear", "Identity"),
               "sparse": ("Embedding",), "normalization": ("LayerNorm",),
               "dropout": ("Dropout",), "container": (
-                  "Sequential", "ModuleList", "ModuleDict", "ParameterList"),
+                  "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+                  "ParameterDict"),
               "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax",
                              "LogSoftmax")}
     modules.__path__ = []

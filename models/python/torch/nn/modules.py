@@ -774,11 +774,26 @@ class ModuleDict(Module):
         return len(self._modules)
 
 
+def _as_parameter(value):
+    """ParameterList/ParameterDict wrap a plain tensor into a Parameter."""
+    return value if isinstance(value, Parameter) or not isinstance(value, Tensor) \
+        else Parameter(value)
+
+
 class ParameterList(Module):
-    def __init__(self, params=()):
+    def __init__(self, values=None):
         super().__init__()
-        for p in params:
-            self.register_parameter(str(len(self._parameters)), p)
+        for p in values or ():
+            self.append(p)
+
+    def append(self, value):
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
 
     def __getitem__(self, i):
         return list(self._parameters.values())[i]
@@ -788,6 +803,45 @@ class ParameterList(Module):
 
     def __len__(self):
         return len(self._parameters)
+
+
+class ParameterDict(Module):
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def update(self, parameters):
+        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in pairs:
+            self[key] = value
 
 
 def _empty(*shape, dtype=None):
@@ -999,7 +1053,7 @@ LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d
 LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LocalResponseNorm LogSigmoid
 MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish
 MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss MultiheadAttention
-NLLLoss2d PReLU PairwiseDistance ParameterDict PixelShuffle PixelUnshuffle
+NLLLoss2d PReLU PairwiseDistance PixelShuffle PixelUnshuffle
 PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU6 ReflectionPad1d
 ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d SELU
 SmoothL1Loss SoftMarginLoss Softmax2d Softmin Softplus Softshrink Softsign SyncBatchNorm
