@@ -790,7 +790,8 @@ def _build(seed, mode, dtype, bug):
     else:
         mean_loss = layout == "rep" and rng.random() < 0.4
     square = rng.random() < 0.4
-    if descs[-1].get("fn") == "softmax":
+    tail = [d for d in descs if d["kind"] != "layout"][-1]
+    if tail.get("fn") == "softmax" and not tail["residual"]:
         square = True  # the sum of a softmax is constant: every gradient would be rounding noise
     out = "out.float()" if dtype == "bf16" else "out"
     term = f"({out} * {out})" if square else out
