@@ -401,12 +401,27 @@ class Tensor:
     _base = None  # a view's base tensor (see _view)
 
     def __init__(self, array, dtype, node=None, requires_grad=False):
+        if not isinstance(array, np.ndarray) or not isinstance(dtype, _dtypes.dtype):
+            _tracing.unmodelled("torch.Tensor(...) as a constructor (use torch.tensor, "
+                                "torch.empty, ...)")
         self._a = array
         self.dtype = dtype
         self._node = node
         self.requires_grad = requires_grad
         self.grad = None
         self.grad_fn = None
+
+    def __init_subclass__(cls, **kwargs):
+        """A Tensor subclass that overrides torch functions or dispatch
+        changes what every op computes: not modelled."""
+        super().__init_subclass__(**kwargs)
+        for hook in ("__torch_function__", "__torch_dispatch__"):
+            if hook in vars(cls):
+                _tracing.unmodelled(f"a Tensor subclass with {hook} ({cls.__name__})")
+
+    @classmethod
+    def _make_subclass(cls, subclass, data, require_grad=False, **kwargs):
+        _tracing.unmodelled(f"torch.Tensor._make_subclass({subclass.__name__}, ...)")
 
     def __getattr__(self, name):
         """Only reached when `name` is not found: a Tensor attribute of real
