@@ -400,7 +400,12 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers to our operators
     _base = None  # a view's base tensor (see _view)
 
+    _overrides_torch = None  # a subclass's __torch_function__ or __torch_dispatch__
+
     def __init__(self, array, dtype, node=None, requires_grad=False):
+        if type(self)._overrides_torch:
+            _tracing.unmodelled(f"a Tensor subclass with {type(self)._overrides_torch} "
+                                f"({type(self).__name__})")
         if not isinstance(array, np.ndarray) or not isinstance(dtype, _dtypes.dtype):
             _tracing.unmodelled("torch.Tensor(...) as a constructor (use torch.tensor, "
                                 "torch.empty, ...)")
@@ -413,11 +418,12 @@ class Tensor:
 
     def __init_subclass__(cls, **kwargs):
         """A Tensor subclass that overrides torch functions or dispatch
-        changes what every op computes: not modelled."""
+        changes what every op computes: not modelled once one is made (a
+        framework may define such classes it never uses)."""
         super().__init_subclass__(**kwargs)
         for hook in ("__torch_function__", "__torch_dispatch__"):
             if hook in vars(cls):
-                _tracing.unmodelled(f"a Tensor subclass with {hook} ({cls.__name__})")
+                cls._overrides_torch = hook
 
     @classmethod
     def _make_subclass(cls, subclass, data, require_grad=False, **kwargs):
