@@ -192,6 +192,18 @@ def report(records, seconds, command, save_dir, planned=None):
             detail = rs[0]["truth_detail"] if kind == "FALSE PROOF" else rs[0]["shardproof_detail"]
             out.append(f"- `{bug}`: {len(rs)} (seeds {seeds}); e.g. {detail[:200]}")
         out.append("")
+    out += ["## By injected bug", "",
+            "| bug | programs | torch mismatch | refuted | proved | could not prove | other |",
+            "|---|---|---|---|---|---|---|"]
+    by_bug = collections.defaultdict(list)
+    for r in records:
+        by_bug[r["bug"] or "(none)"].append(r)
+    for bug, rs in sorted(by_bug.items()):
+        n = collections.Counter(r["shardproof"] for r in rs)
+        other = len(rs) - n["refuted"] - n["proved"] - n["unknown"]
+        out.append(f"| `{bug}` | {len(rs)} | {sum(r['truth'] == 'mismatch' for r in rs)} | "
+                   f"{n['refuted']} | {n['proved']} | {n['unknown']} | {other} |")
+    out.append("")
     unknown_reasons = collections.Counter(
         r["shardproof_detail"].split(":")[0][:90] for r in records if r["shardproof"] == "unknown")
     out += ["## Most common reasons for \"could not prove\"", ""]
@@ -210,7 +222,20 @@ def main(argv):
     parser.add_argument("--save", help="directory for every disagreement")
     parser.add_argument("--log", help="JSON-lines file of every program's record")
     parser.add_argument("--report", help="write the markdown report here (docs/soundness.md)")
+    parser.add_argument("--from-log", help="write --report from an earlier run's --log "
+                        "instead of running (its programs, up to --seeds' end)")
+    parser.add_argument("--seconds", type=float, help="with --from-log: that run's duration")
     args = parser.parse_args(argv[1:])
+    if args.from_log:
+        first, last = map(int, args.seeds.split(":"))
+        with open(args.from_log) as f:
+            records = sorted((r for r in map(json.loads, f) if first <= r["seed"] < last),
+                             key=lambda r: r["seed"])
+        command = "/usr/bin/python3 " + " ".join(
+            [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + argv[1:])
+        with open(args.report, "w") as f:
+            f.write(report(records, args.seconds or 0, command, args.save, last - first))
+        return 0
     first, last = map(int, args.seeds.split(":"))
     import truth  # noqa: F401  (before the workers fork: they all run this code)
     log = open(args.log, "w") if args.log else None
