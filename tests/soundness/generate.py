@@ -42,6 +42,7 @@ BUGS = {
     "fused_grad_weight_reduced": "fused linear Function's backward also all-reduces the sharded weight gradient",
     "fused_reduce_grad_output_inplace": "fused linear Function all-reduces grad_output in place before the weight gradient uses it",
     "sp_fused_saves_gather_buffer": "sequence-parallel linear saves the shared all-gather buffer for backward (overwritten by later gathers) instead of gathering again",
+    "grad_buffer_is_copy": "the flat gradient buffer is built by torch.cat (a copy): reducing it leaves every .grad local",
     "bias_before_reduce": "row-parallel bias added before the reduction (counted world-size times)",
     "raw_reduce_detached": "raw all-reduce on a .detach()/.data activation cuts the graph the weights need",
     "raw_reduce_noncontiguous_copy": "raw all-reduce on .contiguous() of a non-contiguous tensor (a copy) whose result is dropped",
@@ -674,10 +675,11 @@ def dp_finalize(prog, mean_loss):
     bug, rng = prog.bug, prog.rng
     # The loss may be divided by the world instead (then the reduction sums).
     loss_divided = mean_loss and rng.random() < 0.25
-    scheme = rng.choice(("loop", "loop", "bucket", "hook"))
+    scheme = rng.choice(("loop", "loop", "bucket", "hook", "grad_buffer"))
     if prog.dtype == "bf16" and scheme == "bucket":
         scheme = "loop"
-    candidates = {"dp_skip_bias", "finalize_wrong_group"}
+    candidates = {"finalize_wrong_group"}
+    candidates.add("grad_buffer_is_copy" if scheme == "grad_buffer" else "dp_skip_bias")
     if mean_loss:
         candidates.add("dp_scaled_twice")
         if not loss_divided:
@@ -696,6 +698,27 @@ def dp_finalize(prog, mean_loss):
     if bug == "dp_sum_not_average":
         average = False
     group = "_TP" if bug == "finalize_wrong_group" else "_DP"
+    if scheme == "grad_buffer":
+        if bug == "grad_buffer_is_copy":
+            attach = ("    for p in params:\n        p.grad = torch.zeros_like(p)\n"
+                      "    _GRAD_BUFFER = torch.cat([p.grad.view(-1) for p in params])\n")
+        else:
+            attach = ("    _GRAD_BUFFER = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)\n"
+                      "    offset = 0\n    for p in params:\n"
+                      "        p.grad = _GRAD_BUFFER[offset:offset + p.numel()].view_as(p)\n"
+                      "        offset += p.numel()\n")
+        helper = ("_GRAD_BUFFER = None\n\n\n"
+                  "def attach_grad_buffer(model):\n"
+                  "    \"\"\"Every .grad a view of one flat buffer (as DDP's buckets): backward\n"
+                  "    accumulates into the views, one all-reduce covers them all.\"\"\"\n"
+                  "    global _GRAD_BUFFER\n"
+                  "    params = list(model.parameters())\n" + attach)
+        return ("def finalize_grads(model):\n"
+                "    world = dist.get_world_size(group=_DP)\n"
+                "    if world == 1:\n        return\n"
+                f"    dist.all_reduce(_GRAD_BUFFER, group={group})\n"
+                + ("    _GRAD_BUFFER.div_(world)\n" if average else "")), \
+            (helper, "    attach_grad_buffer(model)\n"), loss_divided
     if scheme == "hook":
         hook = ("def _allreduce_hook(grad):\n"
                 "    world = dist.get_world_size(group=_DP)\n"
