@@ -129,6 +129,9 @@ namespace {
 bool same_payload(const ir::Collective &a, const ir::Collective &b) {
   if (a.dtype != b.dtype)
     return false;
+  // Only a scatter's root sends: the members agree on what each receives.
+  if (a.kind == ir::CollectiveKind::Scatter)
+    return a.output_shape == b.output_shape;
   bool uneven = !a.input_splits.empty() || !b.input_splits.empty();
   if (a.kind != ir::CollectiveKind::AllToAll || !uneven)
     return a.input_shape == b.input_shape;
@@ -137,6 +140,13 @@ bool same_payload(const ir::Collective &a, const ir::Collective &b) {
              a.input_shape.begin() + std::min<std::size_t>(1, a.input_shape.size()),
              a.input_shape.end(),
              b.input_shape.begin() + std::min<std::size_t>(1, b.input_shape.size()));
+}
+
+// Collectives with one root, which every member must name alike.
+bool rooted(ir::CollectiveKind kind) {
+  using K = ir::CollectiveKind;
+  return kind == K::Broadcast || kind == K::Reduce || kind == K::Gather ||
+         kind == K::Scatter;
 }
 
 // Rows member i sends to member j of an all-to-all (even splits when none
@@ -226,10 +236,11 @@ void LinkedProgram::match_collectives() {
               "{} {} on rank {}",
               k, group, ir::dtype_name(a->dtype), ir::shape_str(a->input_shape), first,
               ir::dtype_name(b->dtype), ir::shape_str(b->input_shape), member);
-        else if (a->kind == ir::CollectiveKind::Broadcast && a->src != b->src)
-          why = fmt::format("broadcast #{} on group {} has src {} on rank {} but {} "
-                            "on rank {}",
-                            k, group, a->src, first, b->src, member);
+        else if (rooted(a->kind) && a->src != b->src)
+          why = fmt::format("{} #{} on group {} has root {} on rank {} but {} on "
+                            "rank {}",
+                            ir::collective_name(a->kind), k, group, a->src, first, b->src,
+                            member);
         else if (a->kind == ir::CollectiveKind::AllToAll)
           why = split_mismatch(group, per_rank, k);
         if (!why.empty()) {
@@ -319,11 +330,19 @@ TermId LinkedProgram::resolve(int rank, TermId placeholder) {
     }
     return placeholder;
   }
-  case ir::CollectiveKind::Broadcast: {
+  case ir::CollectiveKind::Reduce: // only the root has outputs
+    return reduce(e);
+  case ir::CollectiveKind::Gather: // only the root has outputs
+    return input_of(static_cast<int>(e / n_in), e % n_in);
+  case ir::CollectiveKind::Broadcast:
+  case ir::CollectiveKind::Scatter: {
     auto src = std::find(group.begin(), group.end(), call.src);
     if (src == group.end())
       return placeholder;
-    return input_of(static_cast<int>(src - group.begin()), e);
+    std::size_t offset = call.kind == ir::CollectiveKind::Scatter
+                             ? static_cast<std::size_t>(me) * call.outputs.size()
+                             : 0;
+    return input_of(static_cast<int>(src - group.begin()), offset + e);
   }
   }
   return placeholder;

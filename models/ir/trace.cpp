@@ -48,12 +48,15 @@ constexpr std::array<std::pair<OpCategory, std::string_view>, 11> kCategories{{
     {OpCategory::Custom, "custom"},
     {OpCategory::Other, "other"},
 }};
-constexpr std::array<std::pair<CollectiveKind, std::string_view>, 5> kCollectives{{
+constexpr std::array<std::pair<CollectiveKind, std::string_view>, 8> kCollectives{{
     {CollectiveKind::AllReduce, "all_reduce"},
     {CollectiveKind::AllGather, "all_gather"},
     {CollectiveKind::ReduceScatter, "reduce_scatter"},
     {CollectiveKind::AllToAll, "all_to_all"},
     {CollectiveKind::Broadcast, "broadcast"},
+    {CollectiveKind::Reduce, "reduce"},
+    {CollectiveKind::Gather, "gather"},
+    {CollectiveKind::Scatter, "scatter"},
 }};
 constexpr std::array<std::pair<ReduceOp, std::string_view>, 5> kReduceOps{{
     {ReduceOp::Sum, "sum"},

@@ -58,7 +58,16 @@ struct Node {
   std::vector<TermId> elements; // row-major
 };
 
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Broadcast,
+  Reduce,  // only the root (`src`) gets the reduction
+  Gather,  // only the root gets every member's input
+  Scatter, // only the root sends: chunk i of its input to member i
+};
 std::string_view collective_name(CollectiveKind kind);
 std::optional<CollectiveKind> collective_from_name(std::string_view name);
 
@@ -67,13 +76,15 @@ std::string_view reduce_op_name(ReduceOp op);
 std::optional<ReduceOp> reduce_op_from_name(std::string_view name);
 
 // One collective call on one rank. Inputs and outputs are flat, row-major,
-// and chunked along dim 0, as the torch.distributed tensor APIs are.
+// and chunked along dim 0, as the torch.distributed tensor APIs are. A rank
+// that is not the root of a reduce or gather has no outputs; one that is not
+// the root of a scatter has no inputs.
 struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   ReduceOp op = ReduceOp::Sum;
   std::vector<int> group; // global ranks, ascending
   int sequence = 0;       // index among this rank's calls on this group
-  int src = -1;           // broadcast root, a global rank
+  int src = -1;           // the root of a broadcast, reduce, gather or scatter (global)
   Shape input_shape, output_shape;
   DType dtype = DType::Float32;
   std::vector<TermId> inputs;

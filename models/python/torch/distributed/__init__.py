@@ -1,8 +1,16 @@
 """torch.distributed on a simulated world: this process plays one rank at a
 time. A collective records its inputs and returns placeholders that the linker
 resolves once every rank has run. As in PyTorch, raw collectives are invisible
-to autograd."""
+to autograd.
+
+What PyTorch leaves unspecified is never invented: an async collective's
+output holds opaque values until its Work is waited on (a read before wait()
+races with the collective), and so does the buffer of every rank but dst after
+dist.reduce (gloo leaves partial sums there). Reading one stops the proof
+("could not prove"), naming the call."""
 import contextlib
+import operator
+import pickle
 
 import numpy as np
 
@@ -17,7 +25,10 @@ class _World:
         self.size = 1
         self.rank = 0
         self.initialized = False
+        self.backend = None
+        self.generation = 0  # bumped by destroy_process_group(): older groups are gone
         self.sequence = {}  # group ranks -> calls issued so far
+        self.coalescing = []  # open _coalescing_manager blocks, innermost last
 
 
 world = _World()
@@ -27,18 +38,30 @@ def configure(size, rank):
     """Called by the driver before each rank's run."""
     world.size, world.rank = size, rank
     world.initialized = False
+    world.backend = None
+    world.generation += 1
     world.sequence = {}
+    world.coalescing = []
 
+
+# ---- process groups -----------------------------------------------------
 
 class ProcessGroup:
-    def __init__(self, ranks):
+    """A group this rank belongs to: new_group gives the other ranks
+    GroupMember.NON_GROUP_MEMBER, as PyTorch does. Ranks are global, sorted;
+    a member's group rank is its index."""
+
+    def __init__(self, ranks, backend=None):
         self.ranks = tuple(sorted(ranks))
+        self._backend = backend
+        self._generation = world.generation
+        self._destroyed = False
 
     def size(self):
         return len(self.ranks)
 
     def rank(self):
-        return self.ranks.index(world.rank) if world.rank in self.ranks else -1
+        return self.ranks.index(world.rank)
 
     def __repr__(self):
         return f"ProcessGroup(ranks={list(self.ranks)})"
@@ -51,37 +74,95 @@ class _WorldGroup:
     def ranks(self):
         return tuple(range(world.size))
 
+    @property
+    def _backend(self):
+        return world.backend
+
     def size(self):
         return world.size
 
     def rank(self):
         return world.rank
 
+    def __repr__(self):
+        return "group.WORLD"
+
+
+class _NonGroupMember:
+    """What new_group returns to a rank outside the group: collectives on it
+    do nothing (PyTorch warns and returns), get_rank and get_world_size
+    answer -1, and asking for its ranks or backend is an error."""
+    ranks = ()  # the driver asks whether this rank is in the entry's groups
+
+    def __repr__(self):
+        return "GroupMember.NON_GROUP_MEMBER"
+
 
 class group:
     WORLD = _WorldGroup()
+    NON_GROUP_MEMBER = _NonGroupMember()
 
 
 GroupMember = group
+_WORLD = group.WORLD
+_NON_MEMBER = group.NON_GROUP_MEMBER
 
 
-class ReduceOp:
-    SUM = "sum"
-    AVG = "avg"
-    MAX = "max"
-    MIN = "min"
-    PRODUCT = "product"
-
-    class RedOpType:
-        SUM, AVG, MAX, MIN, PRODUCT = "sum", "avg", "max", "min", "product"
-
-
-class Backend:
+class Backend(str):
     NCCL = "nccl"
     GLOO = "gloo"
 
+    def __new__(cls, name):
+        """The backend's name, as the constant itself (PyTorch code compares
+        get_backend() with `is`)."""
+        return getattr(Backend, _backend_name(name).upper())
+
+
+_BACKENDS = ("nccl", "gloo")
+
+
+def _backend_name(backend):
+    """The backends whose collectives are modelled (the values of NCCL's and
+    gloo's are the same where both run them; gloo rejects AVG)."""
+    name = str(backend).lower()
+    _tracing.only("init_process_group/new_group", "backend", name, *_BACKENDS)
+    return name
+
+
+def _require_init():
+    if not world.initialized:
+        raise ValueError("Default process group has not been initialized, please "
+                         "make sure to call init_process_group.")
+
+
+def _group(g):
+    """The group a call names (the world when None), checked to be alive."""
+    _require_init()
+    if g is None or g is _WORLD:
+        return _WORLD
+    if g is _NON_MEMBER:
+        return g
+    if not isinstance(g, ProcessGroup):
+        _tracing.unmodelled(f"a process group given as {type(g).__name__}")
+    if g._destroyed or g._generation != world.generation:
+        raise ValueError(f"{g!r} has been destroyed (destroy_process_group)")
+    return g
+
+
+def _outside(g):
+    """True when this rank is not in `g`: the collective does nothing."""
+    return g is _NON_MEMBER
+
 
 def is_available():
+    return True
+
+
+def is_nccl_available():
+    return True
+
+
+def is_gloo_available():
     return True
 
 
@@ -89,85 +170,263 @@ def is_initialized():
     return world.initialized
 
 
-def init_process_group(backend=None, init_method=None, timeout=None,
-                       world_size=-1, rank=-1, **kwargs):
+@_tracing.no_effect(init_method="rendezvous: the simulated ranks need none",
+                    timeout="a time limit changes no value",
+                    store="rendezvous: the simulated ranks need none",
+                    group_name="a name only",
+                    pg_options="backend tuning (NCCL options) changes no value",
+                    device_id="which device a rank binds changes no value")
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
+                       rank=-1, store=None, group_name="", pg_options=None,
+                       device_id=None):
+    """The driver initialises the simulated world before the entry runs; a
+    second call is PyTorch's error."""
+    if world.initialized:
+        raise ValueError("trying to initialize the default process group twice!")
+    _tracing.only("init_process_group", "world_size", world_size, -1, world.size)
+    _tracing.only("init_process_group", "rank", rank, -1, world.rank)
+    world.backend = "nccl" if backend is None else _backend_name(backend)
     world.initialized = True
 
 
 def destroy_process_group(group=None):
-    world.initialized = False
+    g = _group(group)
+    if g is _WORLD:
+        world.initialized = False
+        world.generation += 1
+    elif g is not _NON_MEMBER:
+        g._destroyed = True
 
 
 def get_backend(group=None):
-    return "nccl"
+    g = _group(group)
+    if g is _NON_MEMBER:
+        raise ValueError("Invalid process group specified")
+    return Backend(g._backend or world.backend)
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, **kwargs):
-    return ProcessGroup(range(world.size) if ranks is None else ranks)
+@_tracing.no_effect(timeout="a time limit changes no value",
+                    pg_options="backend tuning (NCCL options) changes no value",
+                    use_local_synchronization="only which ranks wait at creation",
+                    group_desc="a name only",
+                    device_id="which device a rank binds changes no value")
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None, device_id=None):
+    _require_init()
+    ranks = list(range(world.size)) if ranks is None else \
+        [operator.index(r) for r in ranks]
+    for r in ranks:
+        if not 0 <= r < world.size:
+            raise ValueError(f"new_group: rank {r} is outside the world of {world.size}")
+    if len(set(ranks)) != len(ranks):
+        _tracing.unmodelled(f"new_group() with a rank named twice ({sorted(ranks)})")
+    if world.rank not in ranks:
+        return _NON_MEMBER
+    return ProcessGroup(ranks, None if backend is None else _backend_name(backend))
 
 
-def new_subgroups_by_enumeration(ranks_per_subgroup_list, **kwargs):
-    groups = [new_group(r) for r in ranks_per_subgroup_list]
-    mine = next((g for g in groups if world.rank in g.ranks), None)
+@_tracing.no_effect(timeout="a time limit changes no value",
+                    pg_options="backend tuning (NCCL options) changes no value",
+                    group_desc="a name only")
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    seen, mine, groups = set(), None, []
+    for ranks in ranks_per_subgroup_list:
+        for r in ranks:
+            if r in seen:
+                raise ValueError(f"Rank {r} has appeared in more than one subgroup")
+            seen.add(r)
+        g = new_group(ranks, backend=backend)
+        groups.append(g)
+        if world.rank in ranks:
+            mine = g
     return mine, groups
 
 
-def _group(g):
-    return group.WORLD if g is None else g
+@_tracing.no_effect(timeout="a time limit changes no value",
+                    pg_options="backend tuning (NCCL options) changes no value",
+                    group_desc="a name only")
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None,
+                  pg_options=None, group_desc=None):
+    """Consecutive runs of `group_size` ranks of `group` (the world)."""
+    if group_size is None:
+        _tracing.unmodelled("new_subgroups() without group_size (GPUs per node)")
+    parent = _group(group)
+    if parent is _NON_MEMBER:
+        raise ValueError("new_subgroups: this rank is not in the parent group")
+    ranks = list(parent.ranks)
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    if len(ranks) % group_size:
+        raise ValueError(f"The world size ({len(ranks)}) must be divisible by "
+                         f"'group_size={group_size}'")
+    return new_subgroups_by_enumeration(
+        [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)],
+        backend=backend)
 
 
 def get_rank(group=None):
-    return _group(group).rank()
+    g = _group(group)
+    return -1 if g is _NON_MEMBER else g.rank()
 
 
 def get_world_size(group=None):
-    return _group(group).size()
+    g = _group(group)
+    return -1 if g is _NON_MEMBER else g.size()
+
+
+def _member_group(g, what):
+    g = _group(g)
+    if g is _NON_MEMBER:
+        raise ValueError(f"{what}: this rank is not in the group")
+    return g
 
 
 def get_global_rank(group, group_rank):
-    return _group(group).ranks[group_rank]
+    g = _member_group(group, "get_global_rank")
+    if not 0 <= group_rank < g.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {g!r}")
+    return g.ranks[group_rank]
+
+
+_get_global_rank = get_global_rank
+
+
+def get_group_rank(group, global_rank):
+    g = _member_group(group, "get_group_rank")
+    if global_rank not in g.ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {g!r}")
+    return g.ranks.index(global_rank)
 
 
 def get_process_group_ranks(group):
-    return list(_group(group).ranks)
+    return list(_member_group(group, "get_process_group_ranks").ranks)
 
 
-def barrier(group=None, async_op=False, device_ids=None):
-    return _Work() if async_op else None
+# ---- reduction ops ------------------------------------------------------
+
+class _RedOp:
+    def __init__(self, name, factor=None):
+        self.name = name
+        self.factor = factor  # PREMUL_SUM's factor
+
+    def __repr__(self):
+        return f"<RedOpType.{self.name}>"
 
 
-class _Work:
-    def wait(self, timeout=None):
-        return True
-
-    def is_completed(self):
-        return True
+class _RedOpType:
+    SUM, AVG, PRODUCT, MIN, MAX = (_RedOp(n) for n in ("SUM", "AVG", "PRODUCT", "MIN", "MAX"))
+    BAND, BOR, BXOR, PREMUL_SUM, UNUSED = (_RedOp(n) for n in ("BAND", "BOR", "BXOR",
+                                                              "PREMUL_SUM", "UNUSED"))
 
 
-def _collective(kind, op, g, source, out_shape, src=-1, splits=None):
-    """Records the call on the tensor `source`; returns the placeholder result
-    as a flat object array and the IR node that produced it."""
-    inputs, dtype = source._a, source.dtype
-    g = _group(g)
+class ReduceOp(_RedOpType):
+    RedOpType = _RedOpType
+
+
+# The ops the linker reduces with; BAND/BOR/BXOR and a PREMUL_SUM without a
+# factor are not modelled.
+_LINKED_OPS = {id(ReduceOp.SUM): "sum", id(ReduceOp.AVG): "avg",
+               id(ReduceOp.PRODUCT): "product", id(ReduceOp.MIN): "min",
+               id(ReduceOp.MAX): "max"}
+
+
+def _make_nccl_premul_sum(factor):
+    """NCCL's PREMUL_SUM: every rank's input times `factor`, then summed."""
+    return _RedOp("PREMUL_SUM", factor)
+
+
+def _reduction(fn, op, tensor, g):
+    """(linker op name, the values this rank contributes) for reducing
+    `tensor` with `op` over `g`."""
+    values = np.asarray(tensor._a).ravel()
+    if isinstance(op, _RedOp) and op.name == "PREMUL_SUM" and op.factor is not None:
+        if not tensor.dtype.is_floating_point:
+            _tracing.unmodelled(f"{fn}() with PREMUL_SUM of a {tensor.dtype} tensor")
+        factor = op.factor
+        if isinstance(factor, Tensor):
+            if factor.numel() != 1:
+                raise ValueError("PREMUL_SUM's factor must be a scalar")
+            factor = factor._a.ravel()[0]
+        return "sum", np.asarray(values, dtype=object) * factor
+    name = _LINKED_OPS.get(id(op))
+    if name is None:
+        _tracing.unmodelled(f"{fn}() with op={op!r}")
+    if tensor.dtype.name == "bool" and name in ("sum", "avg", "product"):
+        _tracing.unmodelled(f"{fn}() of a bool tensor with op={op!r}")
+    if name == "avg":
+        if (g._backend or world.backend) == "gloo":
+            raise RuntimeError("Cannot use ReduceOp.AVG with Gloo")
+        if not tensor.dtype.is_floating_point:
+            _tracing.unmodelled(f"{fn}() with op=AVG of a {tensor.dtype} tensor")
+    return name, values
+
+
+# ---- issuing a collective and delivering its results --------------------
+
+def _dense(fn, *tensors):
+    """NCCL rejects non-contiguous tensors (gloo copes with some): which one
+    the run would get is not modelled."""
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{fn}(): expected a Tensor, got {type(t).__name__}")
+        if not t._a.flags.c_contiguous:
+            _tracing.unmodelled(f"{fn}() of a non-contiguous tensor")
+
+
+def _same_dtype(fn, tensors, dtype):
+    for t in tensors:
+        if t.dtype != dtype:
+            raise ValueError(f"{fn}(): tensors of {t.dtype} and {dtype} in one call")
+
+
+def _listed(fn, what, tensors, g):
+    tensors = list(tensors)
+    if len(tensors) != g.size():
+        raise ValueError(f"{fn}(): {what} has {len(tensors)} tensors for a group of "
+                         f"{g.size()}")
+    _dense(fn, *tensors)
+    return tensors
+
+
+def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
+           local=None, has_outputs=True):
+    """Records the call; returns its result (a flat object array of
+    placeholders, or the constants an earlier pass linked them to) and the IR
+    node that produced it. Over a group of one the result is `local`, with no
+    call to link (the reference run has a node for each collective)."""
+    inputs = np.asarray(inputs).ravel()
+    count = int(np.prod(out_shape)) if has_outputs else 0
+    if g.size() == 1:
+        values = np.array(np.asarray(local).ravel())  # a copy: the output may be the input
+        return values, record(values.reshape(out_shape), dtype, kind, "collective",
+                              parents)._node
     ranks = tuple(g.ranks)
-    if world.rank not in ranks:
-        raise ValueError(f"rank {world.rank} is not a member of {g!r}")
     seq = world.sequence.get(ranks, 0)
     world.sequence[ranks] = seq + 1
-    flat_in = np.asarray(inputs).ravel().tolist()
     file, line, func, col = _tracing.location()
-    count = int(np.prod(out_shape))
     where = f"{_tracing.display(file)}:{line}"
     outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
-    values = _known_result(ranks, seq, np.asarray(inputs))
+    values = _known_result(ranks, seq, inputs) if count else None
     if values is None:
         values = np.asarray(outputs, dtype=object)
-    node = record(values.reshape(out_shape), dtype, kind, "collective", (source,))._node
-    _sp.record_collective(kind, op, ranks, seq, src, np.shape(inputs), out_shape,
-                          dtype.name, flat_in, outputs, file, line, col, func, node,
-                          *(splits or ()))
+    node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
+                  parents)._node
+    _sp.record_collective(kind, op, ranks, seq, root, inputs.shape if not parents else
+                          _in_shape(parents, inputs), out_shape if count else (0,),
+                          dtype.name, inputs.tolist(), outputs, file, line, col, func,
+                          node, *(splits or ()))
     return values, node
+
+
+def _in_shape(parents, inputs):
+    """The shape the call sends: its one input tensor's, else flat."""
+    if len(parents) == 1 and parents[0]._a.size == inputs.size:
+        return parents[0]._a.shape
+    return inputs.shape
 
 
 def _known_result(ranks, seq, inputs):
@@ -186,50 +445,205 @@ def _known_result(ranks, seq, inputs):
 
 def _write(tensor, flat, node):
     """Collectives write in place: every view of the tensor sees the result."""
+    flat = np.asarray(flat)
     tensor._a[...] = np.asarray(flat, dtype=object).reshape(tensor._a.shape) \
         if tensor._a.dtype == object else flat.reshape(tensor._a.shape)
-    tensor._node = node
+    tensor._written_by(node)
 
 
-def _alone(kind, output, values, source):
-    """A collective over a group of one is the identity; it is still recorded
-    so the reference run has a node for each collective of the ranks."""
-    output._a[...] = values.reshape(output._a.shape)
-    output._node = record(output._a, output.dtype, kind, "collective", (source,))._node
+def _opaque(tensor, what):
+    """Values no rank can rely on: any proof that reads them is blocked."""
+    if tensor._a.dtype != object:
+        _tracing.unmodelled(f"{what} in a {tensor.dtype} tensor")
+    where = _tracing.origin()
+    return np.asarray([_sp.opaque(what, where) for _ in range(tensor._a.size)],
+                      dtype=object)
 
 
-def _done(async_op):
-    return _Work() if async_op else None
+def _opaque_write(tensor, what, kind):
+    values = _opaque(tensor, what)
+    _write(tensor, values, record(values.reshape(tensor._a.shape), tensor.dtype,
+                                  kind, "other", (tensor,))._node)
+
+
+class Work:
+    """The handle of an async collective. Its outputs hold opaque values
+    until wait(), which writes the results (in PyTorch a read before wait()
+    races with the collective)."""
+
+    def __init__(self, writes=()):
+        self._writes = list(writes)
+
+    def _complete(self):
+        writes, self._writes = self._writes, []
+        for tensor, flat, node in writes:
+            _write(tensor, flat, node)
+
+    @_tracing.no_effect(timeout="a time limit changes no value")
+    def wait(self, timeout=None):
+        self._complete()
+        return True
+
+    def is_completed(self):
+        if self._writes:
+            _tracing.unmodelled("Work.is_completed() before wait() (it depends on timing)")
+        return True
+
+    def result(self):
+        _tracing.unmodelled("Work.result()")
+
+    def get_future(self):
+        _tracing.unmodelled("Work.get_future()")
+
+
+_Work = Work
+
+
+class _IllegalWork(Work):
+    """What an async collective inside a coalescing block returns: the block
+    owns its completion."""
+
+    @_tracing.no_effect(timeout="it is an error whatever the limit")
+    def wait(self, timeout=None):
+        raise ValueError("Illegal to call wait on IllegalWork object")
+
+
+# Collectives PyTorch coalesces inside _coalescing_manager; others there are
+# not modelled.
+_COALESCED = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+def _deliver(kind, g, writes, async_op):
+    """Writes the results now (a synchronous call), or leaves opaque values
+    until the Work (or the coalescing block) completes."""
+    block = next((b for b in reversed(world.coalescing) if b.ranks == g.ranks), None)
+    if block is not None and kind not in _COALESCED:
+        _tracing.unmodelled(f"{kind} inside _coalescing_manager")
+    if not async_op and block is None:
+        Work(writes)._complete()
+        return None
+    what = f"the output of an async {kind} read before its wait()" if block is None \
+        else f"the output of {kind} read inside its _coalescing_manager block"
+    for tensor, _, _ in writes:
+        _opaque_write(tensor, what, kind)
+    work = Work(writes)
+    if block is not None:
+        block.works.append(work)
+        return _IllegalWork() if async_op else None
+    return work
+
+
+class _CoalescingManager:
+    """What `with _coalescing_manager(...) as cm` yields: the collectives on
+    its group issued inside run when the block ends (async_ops=False) or when
+    cm.wait() is called; their outputs hold opaque values until then."""
+
+    def __init__(self, ranks):
+        self.ranks = ranks
+        self.works = []
+
+    def append(self, work):
+        if work is not None:
+            self.works.append(work)
+
+    def wait(self):
+        for work in self.works:
+            work._complete()
+
+
+@contextlib.contextmanager
+@_tracing.no_effect(device="which device the kernels run on changes no value")
+def _coalescing_manager(group=None, device=None, async_ops=False):
+    g = _group(group)
+    cm = _CoalescingManager(g.ranks)
+    world.coalescing.append(cm)
+    try:
+        yield cm
+    finally:
+        world.coalescing.remove(cm)
+    if not async_ops:
+        cm.wait()
+
+
+# ---- collectives --------------------------------------------------------
+
+def _root(fn, g, rank, group_rank, name):
+    """The global rank of a collective's root, given as a global rank (`src`,
+    `dst`) or as a rank in the group (`group_src`, `group_dst`)."""
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{fn}(): can not specify both {name} and group_{name}")
+        group_rank = operator.index(group_rank)
+        if not 0 <= group_rank < g.size():
+            raise ValueError(f"{fn}(): group rank {group_rank} is not part of {g!r}")
+        return g.ranks[group_rank]
+    if rank is None:
+        raise ValueError(f"{fn}(): either {name} or group_{name} must be given")
+    rank = operator.index(rank)
+    if rank not in g.ranks:
+        raise ValueError(f"{fn}(): global rank {rank} is not part of {g!r}")
+    return rank
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    if _group(group).size() == 1:
-        _alone("all_reduce", tensor, tensor._a, tensor)
-    else:
-        flat, node = _collective("all_reduce", op, group, tensor, tensor._a.shape)
-        _write(tensor, flat, node)
-    return _done(async_op)
+    g = _group(group)
+    if _outside(g):
+        return None
+    _dense("all_reduce", tensor)
+    name, values = _reduction("all_reduce", op, tensor, g)
+    flat, node = _issue("all_reduce", name, g, (tensor,), values, tensor._a.shape,
+                        tensor.dtype, local=values)
+    return _deliver("all_reduce", g, [(tensor, flat, node)], async_op)
 
 
-def broadcast(tensor, src, group=None, async_op=False):
-    if _group(group).size() == 1:
-        _alone("broadcast", tensor, tensor._a, tensor)
-    else:
-        flat, node = _collective("broadcast", "sum", group, tensor, tensor._a.shape,
-                                 src=src)
-        _write(tensor, flat, node)
-    return _done(async_op)
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False,
+           group_dst=None):
+    """dst gets the reduction; the other ranks' buffers become opaque (gloo
+    leaves partial sums there, NCCL does not specify them)."""
+    g = _group(group)
+    if _outside(g):
+        return None
+    root = _root("reduce", g, dst, group_dst, "dst")
+    _dense("reduce", tensor)
+    name, values = _reduction("reduce", op, tensor, g)
+    mine = world.rank == root
+    flat, node = _issue("reduce", name, g, (tensor,), values, tensor._a.shape,
+                        tensor.dtype, root=root, local=values, has_outputs=mine)
+    if not mine:
+        flat = _opaque(tensor, f"dist.reduce's buffer on rank {world.rank}, not dst "
+                       f"{root} (unspecified)")
+        node = record(flat.reshape(tensor._a.shape), tensor.dtype, "reduce", "other",
+                      (tensor,))._node
+    return _deliver("reduce", g, [(tensor, flat, node)], async_op)
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    g = _group(group)
+    if _outside(g):
+        return None
+    root = _root("broadcast", g, src, group_src, "src")
+    _dense("broadcast", tensor)
+    flat, node = _issue("broadcast", "sum", g, (tensor,), tensor._a, tensor._a.shape,
+                        tensor.dtype, root=root, local=tensor._a)
+    return _deliver("broadcast", g, [(tensor, flat, node)], async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """The output, whatever its shape, holds the members' inputs one after
+    another (flat, row-major)."""
     g = _group(group)
-    if g.size() == 1:
-        _alone("all_gather", output_tensor, input_tensor._a, input_tensor)
-        return _done(async_op)
-    out_shape = (g.size() * input_tensor._a.shape[0],) + input_tensor._a.shape[1:]
-    flat, node = _collective("all_gather", "sum", group, input_tensor, out_shape)
-    _write(output_tensor, flat, node)
-    return _done(async_op)
+    if _outside(g):
+        return None
+    _dense("all_gather_into_tensor", output_tensor, input_tensor)
+    _same_dtype("all_gather_into_tensor", (output_tensor,), input_tensor.dtype)
+    if output_tensor.numel() != g.size() * input_tensor.numel():
+        raise ValueError("all_gather_into_tensor: output tensor size must be equal to "
+                         "world_size times input tensor size")
+    rows = input_tensor._a.shape[0] if input_tensor._a.ndim else 1
+    out_shape = (g.size() * rows,) + input_tensor._a.shape[1:]
+    flat, node = _issue("all_gather", "sum", g, (input_tensor,), input_tensor._a,
+                        out_shape, input_tensor.dtype, local=input_tensor._a)
+    return _deliver("all_gather", g, [(output_tensor, flat, node)], async_op)
 
 
 _all_gather_base = all_gather_into_tensor
@@ -237,35 +651,56 @@ _all_gather_base = all_gather_into_tensor
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     g = _group(group)
-    if g.size() == 1:
-        _alone("all_gather", tensor_list[0], tensor._a, tensor)
-        return _done(async_op)
-    flat, node = _collective("all_gather", "sum", group, tensor,
-                             (g.size(),) + tensor._a.shape)
+    if _outside(g):
+        return None
+    _dense("all_gather", tensor)
+    outputs = _listed("all_gather", "tensor_list", tensor_list, g)
+    _same_dtype("all_gather", outputs, tensor.dtype)
+    if any(t.shape != tensor.shape for t in outputs):
+        _tracing.unmodelled("all_gather() into tensors of another shape than the input "
+                            "(uneven all_gather)")
+    flat, node = _issue("all_gather", "sum", g, (tensor,), tensor._a,
+                        (g.size(),) + tensor._a.shape, tensor.dtype, local=tensor._a)
     n = tensor._a.size
-    for i, t in enumerate(tensor_list):
-        _write(t, flat[i * n:(i + 1) * n], node)
-    return _done(async_op)
+    return _deliver("all_gather", g, [(t, flat[i * n:(i + 1) * n], node)
+                                      for i, t in enumerate(outputs)], async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Member i gets the reduction of flat chunk i of the members' inputs."""
     g = _group(group)
-    if g.size() == 1:
-        _alone("reduce_scatter", output, input._a, input)
-        return _done(async_op)
-    out_shape = (input._a.shape[0] // g.size(),) + input._a.shape[1:]
-    flat, node = _collective("reduce_scatter", op, group, input, out_shape)
-    _write(output, flat, node)
-    return _done(async_op)
+    if _outside(g):
+        return None
+    _dense("reduce_scatter_tensor", output, input)
+    _same_dtype("reduce_scatter_tensor", (output,), input.dtype)
+    if input.numel() != g.size() * output.numel():
+        raise ValueError("reduce_scatter_tensor: input tensor must be the same size as "
+                         "output size times world size")
+    name, values = _reduction("reduce_scatter_tensor", op, input, g)
+    flat, node = _issue("reduce_scatter", name, g, (input,), values, output._a.shape,
+                        input.dtype, local=values)
+    return _deliver("reduce_scatter", g, [(output, flat, node)], async_op)
 
 
 _reduce_scatter_base = reduce_scatter_tensor
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    g = _group(group)
+    if _outside(g):
+        return None
+    _dense("reduce_scatter", output)
+    inputs = _listed("reduce_scatter", "input_list", input_list, g)
+    _same_dtype("reduce_scatter", inputs, output.dtype)
+    if any(t.shape != output.shape for t in inputs):
+        _tracing.unmodelled("reduce_scatter() of tensors of another shape than the "
+                            "output (uneven reduce_scatter)")
     from .. import cat
-    return reduce_scatter_tensor(output, cat([t.reshape(-1) for t in input_list]),
-                                 op, group, async_op)
+    source = cat([t.reshape(-1) for t in inputs]) if len(inputs) > 1 else inputs[0]
+    name, values = _reduction("reduce_scatter", op, source, g)
+    flat, node = _issue("reduce_scatter", name, g, tuple(inputs), values,
+                        output._a.shape, output.dtype, local=values)
+    return _deliver("reduce_scatter", g, [(output, flat, node)], async_op)
 
 
 def _split_sizes(sizes, rows, g, what):
@@ -284,9 +719,29 @@ def _split_sizes(sizes, rows, g, what):
     return sizes
 
 
+def _exchange(g, output_tensors, source, flat_in, sends, receives, row_shape,
+              async_op):
+    """An all-to-all of rows: `sends[j]` rows of `flat_in` to member j,
+    `receives[j]` rows from it, written into `output_tensors` in order."""
+    even = len(set(sends)) == 1 and sends == receives
+    out_shape = (sum(receives),) + tuple(row_shape)
+    flat, node = _issue("all_to_all", "sum", g, source, flat_in, out_shape,
+                        source[0].dtype, splits=None if even else (sends, receives),
+                        local=flat_in)
+    writes, start = [], 0
+    for t in output_tensors:
+        writes.append((t, flat[start:start + t._a.size], node))
+        start += t._a.size
+    return _deliver("all_to_all", g, writes, async_op)
+
+
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op=False):
     g = _group(group)
+    if _outside(g):
+        return None
+    _dense("all_to_all_single", output, input)
+    _same_dtype("all_to_all_single", (output,), input.dtype)
     rows_in = input._a.shape[0] if input._a.ndim else 0
     sends = _split_sizes(input_split_sizes, rows_in, g, "input_split_sizes")
     receives = _split_sizes(output_split_sizes, output._a.shape[0], g,
@@ -294,39 +749,179 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     if sum(sends) != rows_in or sum(receives) != output._a.shape[0]:
         raise ValueError("all_to_all_single: split sizes do not add up to the "
                          "tensors' first dimension")
-    if g.size() == 1:
-        _alone("all_to_all", output, input._a, input)
-        return _done(async_op)
-    even = len(set(sends)) == 1 and sends == receives
-    out_shape = (sum(receives),) + input._a.shape[1:]
-    flat, node = _collective("all_to_all", "sum", group, input, out_shape,
-                             splits=None if even else (sends, receives))
-    _write(output, flat, node)
-    return _done(async_op)
+    if output._a.shape[1:] != input._a.shape[1:]:
+        raise ValueError("all_to_all_single: input and output rows differ in shape")
+    return _exchange(g, [output], (input,), input._a, sends, receives,
+                     input._a.shape[1:], async_op)
 
 
-class _CoalescingManager:
-    """What `with _coalescing_manager(...) as cm` yields: the collectives
-    issued inside are already complete here, so wait() has nothing to do."""
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Member i's input_tensor_list[j] becomes member j's
+    output_tensor_list[i]; the tensors may differ in size."""
+    g = _group(group)
+    if _outside(g):
+        return None
+    inputs = _listed("all_to_all", "input_tensor_list", input_tensor_list, g)
+    outputs = _listed("all_to_all", "output_tensor_list", output_tensor_list, g)
+    _same_dtype("all_to_all", inputs + outputs, inputs[0].dtype)
+    flat_in = np.concatenate([np.asarray(t._a).ravel() for t in inputs]) \
+        if any(t._a.size for t in inputs) else np.asarray([], dtype=object)
+    return _exchange(g, outputs, tuple(inputs), flat_in, [t.numel() for t in inputs],
+                     [t.numel() for t in outputs], (), async_op)
 
-    def __init__(self):
-        self.works = []
 
-    def append(self, work):
-        if work:
-            self.works.append(work)
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False,
+           group_dst=None):
+    """dst's gather_list[i] gets member i's tensor (dst 0 when none given)."""
+    g = _group(group)
+    if _outside(g):
+        return None
+    root = _root("gather", g, 0 if dst is None and group_dst is None else dst,
+                 group_dst, "dst")
+    _dense("gather", tensor)
+    mine = world.rank == root
+    if mine and not gather_list:
+        raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+    if not mine and gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on "
+                         "non-destination ranks.")
+    outputs = _listed("gather", "gather_list", gather_list, g) if mine else []
+    _same_dtype("gather", outputs, tensor.dtype)
+    if any(t.shape != tensor.shape for t in outputs):
+        raise ValueError("gather: every tensor of gather_list must have the input's shape")
+    flat, node = _issue("gather", "sum", g, (tensor,), tensor._a,
+                        (g.size(),) + tensor._a.shape, tensor.dtype, root=root,
+                        local=tensor._a, has_outputs=mine)
+    n = tensor._a.size
+    return _deliver("gather", g, [(t, flat[i * n:(i + 1) * n], node)
+                                  for i, t in enumerate(outputs)], async_op)
 
-    def wait(self):
-        for work in self.works:
-            work.wait()
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False,
+            group_src=None):
+    """Member i's tensor gets src's scatter_list[i] (src 0 when none given)."""
+    g = _group(group)
+    if _outside(g):
+        return None
+    root = _root("scatter", g, 0 if src is None and group_src is None else src,
+                 group_src, "src")
+    _dense("scatter", tensor)
+    mine = world.rank == root
+    if mine and not scatter_list:
+        raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+    if not mine and scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on "
+                         "non-source ranks.")
+    inputs = _listed("scatter", "scatter_list", scatter_list, g) if mine else []
+    _same_dtype("scatter", inputs, tensor.dtype)
+    if any(t.shape != tensor.shape for t in inputs):
+        raise ValueError("scatter: every tensor of scatter_list must have the output's "
+                         "shape")
+    flat_in = np.concatenate([np.asarray(t._a).ravel() for t in inputs]) if inputs \
+        else np.asarray([], dtype=object)
+    flat, node = _issue("scatter", "sum", g, tuple(inputs) or (tensor,), flat_in,
+                        tensor._a.shape, tensor.dtype, root=root,
+                        local=flat_in[:tensor._a.size])
+    return _deliver("scatter", g, [(tensor, flat, node)], async_op)
 
 
-@contextlib.contextmanager
-def _coalescing_manager(group=None, device=None, async_ops=False):
-    """Coalescing only fuses the kernels of the collectives issued inside;
-    each is recorded on its own, in order, with the same result."""
-    yield _CoalescingManager()
+@_tracing.no_effect(device_ids="the devices NCCL synchronises on change no value")
+def barrier(group=None, async_op=False, device_ids=None):
+    """Synchronises only: no value changes, nothing is recorded."""
+    g = _group(group)
+    if _outside(g):
+        return None
+    return Work() if async_op else None
 
+
+@_tracing.no_effect(timeout="a time limit changes no value",
+                    wait_all_ranks="which failures are reported changes no value")
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A barrier that reports ranks that do not reach it: no value changes."""
+    _group(group)
+
+
+# ---- Python objects (pickled, as PyTorch does) --------------------------
+
+class _Pickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        if isinstance(obj, (Tensor, _sp.Term)):
+            _tracing.unmodelled("a collective of Python objects holding tensors or "
+                                "symbolic values (only plain objects are modelled)")
+        return None
+
+
+def _pickled(obj):
+    import io
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(obj)
+    return list(buffer.getvalue())
+
+
+def _int_tensor(values):
+    from .. import int64, tensor
+    return tensor(list(values), dtype=int64)
+
+
+def _concrete_ints(t):
+    """A collective's integer result as Python ints: known only once the
+    ranks are linked, so the first tracing pass stops here and the next one
+    runs with the values."""
+    return [int(v) for v in t.tolist()]
+
+
+def all_gather_object(object_list, obj, group=None):
+    g = _group(group)
+    if _outside(g):
+        return None
+    data = _pickled(obj)
+    sizes = _int_tensor([0] * g.size())
+    all_gather_into_tensor(sizes, _int_tensor([len(data)]), group=group)
+    sizes = _concrete_ints(sizes)
+    longest = max(sizes)
+    gathered = _int_tensor([0] * (longest * g.size()))
+    all_gather_into_tensor(gathered, _int_tensor(data + [0] * (longest - len(data))),
+                           group=group)
+    gathered = _concrete_ints(gathered)
+    for i, n in enumerate(sizes):
+        object_list[i] = pickle.loads(bytes(gathered[i * longest:i * longest + n]))
+    return None
+
+
+@_tracing.no_effect(device="where the bytes travel changes no value")
+def broadcast_object_list(object_list, src=None, group=None, device=None,
+                          group_src=None):
+    g = _group(group)
+    if _outside(g):
+        return None
+    root = _root("broadcast_object_list", g, 0 if src is None and group_src is None
+                 else src, group_src, "src")
+    mine = world.rank == root
+    data = [_pickled(o) for o in object_list] if mine else [[] for _ in object_list]
+    sizes = _int_tensor([len(d) for d in data])
+    broadcast(sizes, src=root, group=group)
+    sizes = _concrete_ints(sizes)
+    payload = _int_tensor([b for d in data for b in d] if mine else [0] * sum(sizes))
+    broadcast(payload, src=root, group=group)
+    payload = _concrete_ints(payload)
+    if not mine:
+        start = 0
+        for i, n in enumerate(sizes):
+            object_list[i] = pickle.loads(bytes(payload[start:start + n]))
+            start += n
+    return None
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    raise _tracing.Unsupported("torch.distributed.gather_object is not modelled")
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None,
+                        src=None, group=None, group_src=None):
+    raise _tracing.Unsupported("torch.distributed.scatter_object_list is not modelled")
+
+
+# ---- point to point -----------------------------------------------------
 
 def _point_to_point(*a, **k):
     raise _tracing.Unsupported("point-to-point send/recv (pipeline parallelism)")
@@ -336,13 +931,18 @@ send = recv = isend = irecv = batch_isend_irecv = _point_to_point
 
 
 class P2POp:
-    def __init__(self, *a, **k):
-        _point_to_point()
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        raise _tracing.Unsupported("point-to-point send/recv (pipeline parallelism)")
 
 
 from . import nn  # noqa: E402,F401  (torch.distributed.nn.functional)
 
-__all__ = ["all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-           "reduce_scatter_tensor", "all_to_all_single", "get_rank",
-           "get_world_size", "new_group", "ReduceOp", "group", "barrier",
-           "init_process_group", "is_initialized", "Tensor"]
+__all__ = ["all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+           "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+           "gather", "scatter", "all_gather_object", "broadcast_object_list",
+           "get_rank", "get_world_size", "get_global_rank", "get_group_rank",
+           "get_process_group_ranks", "new_group", "new_subgroups",
+           "new_subgroups_by_enumeration", "ReduceOp", "group", "GroupMember",
+           "barrier", "monitored_barrier", "init_process_group",
+           "destroy_process_group", "is_initialized", "is_available", "get_backend",
+           "Backend", "ProcessGroup", "Work", "Tensor"]

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""Ground truth, under real PyTorch (gloo, one process per rank), for the
+torch.distributed semantics the stand-in models beyond what a fixture pair
+shows, and that tests/e2e/collectives_test.cpp relies on:
+  - dist.reduce leaves the non-dst buffers holding something other than the
+    input (so the stand-in makes them opaque rather than "unchanged");
+  - torch.distributed.nn.functional.all_reduce's backward all-reduces the
+    gradient (a row-parallel weight gets world times its gradient);
+  - its broadcast's backward reduces the gradient to src and zeroes it
+    elsewhere;
+  - gloo rejects ReduceOp.AVG and a tensor list of the wrong length.
+Usage: dist_semantics.py [WORLD ...]   (default 2 4); exits 1 on a mismatch."""
+import os
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
+import torch.multiprocessing as mp
+
+
+def _checks(rank, world):
+    torch.manual_seed(0)
+    failures = []
+    x = torch.arange(4.0) + 10 * rank
+    mine = x.clone()
+    dist.reduce(x, dst=0)
+    if rank == 0 and not torch.equal(x, sum(torch.arange(4.0) + 10 * r for r in range(world))):
+        failures.append("reduce: dst does not hold the sum")
+    if rank == world - 1 and torch.equal(x, mine):
+        failures.append("reduce: the last rank's buffer kept its input (model it as such?)")
+
+    inputs, weight = torch.randn(3, 4), torch.randn(2, 4)
+    reference = weight.clone().requires_grad_()
+    (inputs @ reference.t()).sum().backward()
+    shard = weight.chunk(world, 1)[rank].clone().requires_grad_()
+    dist_fn.all_reduce(inputs.chunk(world, 1)[rank] @ shard.t()).sum().backward()
+    if not torch.allclose(shard.grad, world * reference.grad.chunk(world, 1)[rank]):
+        failures.append("nn.functional.all_reduce: backward is not the all-reduced gradient")
+
+    w, v = torch.randn(3).requires_grad_(), torch.randn(3)
+    dist_fn.broadcast(v * w, src=0).sum().backward()
+    if not torch.allclose(w.grad, v * (world if rank == 0 else 0)):
+        failures.append("nn.functional.broadcast: backward is not reduce-to-src, zero elsewhere")
+
+    for what, call in (("AVG", lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG)),
+                       ("short list", lambda: dist.all_gather([torch.empty(1)], torch.ones(1)))):
+        try:
+            call()
+            failures.append(f"gloo accepted {what}")
+        except RuntimeError:
+            pass
+    return failures
+
+
+def _rank(rank, world, port, results):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    results[rank] = _checks(rank, world)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main(argv):
+    failed = False
+    for world in [int(w) for w in argv[1:]] or [2, 4]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        results = mp.Manager().dict()
+        mp.spawn(_rank, args=(world, port, results), nprocs=world)
+        problems = sorted({p for r in results.values() for p in r})
+        for p in problems:
+            print(f"FAIL world {world}: {p}")
+        failed = failed or bool(problems)
+        if not problems:
+            print(f"ok   world {world}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
