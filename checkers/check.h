@@ -8,6 +8,7 @@
 #include "checkers/rules.h"
 #include "frontend/python/linker.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,13 @@ struct ObligationResult {
   prover::Verdict verdict;
 };
 
+// A rank's random draw that the reference makes from another seed
+// (rng_divergence.cpp): refutations that depend on it are reported there.
+struct RandomDivergence {
+  ir::SourceLoc loc;
+  std::string message;
+};
+
 struct CheckContext {
   terms::TermStore &store;
   frontend::LinkedProgram &program;
@@ -27,6 +35,7 @@ struct CheckContext {
   std::vector<Finding> findings;
   std::vector<ObligationResult> obligations;
   Lemmas lemmas; // proved values that later obligations abstract
+  std::map<terms::TermId, RandomDivergence> random_divergences; // by draw element
 };
 
 class Check {

@@ -9,6 +9,7 @@ namespace shardproof::checkers {
 
 std::unique_ptr<Check> make_collective_mismatch_check();
 std::unique_ptr<Check> make_unmatched_parameter_check();
+std::unique_ptr<Check> make_rng_divergence_check();
 std::unique_ptr<Check> make_module_equivalence_check();
 std::unique_ptr<Check> make_forward_equivalence_check();
 std::unique_ptr<Check> make_gradient_equivalence_check();

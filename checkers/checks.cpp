@@ -10,6 +10,7 @@ std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
   checks.push_back(make_collective_mismatch_check());
   checks.push_back(make_unmatched_parameter_check());
   checks.push_back(make_comm_dtype_check(options.reduce_dtype));
+  checks.push_back(make_rng_divergence_check()); // frees reseeded draws: before proofs
   if (options.modular)
     checks.push_back(make_module_equivalence_check());
   checks.push_back(make_forward_equivalence_check());

@@ -69,6 +69,22 @@ constexpr Rule kRules[] = {
      "reduced in bf16 lose mantissa bits. With --reduce-dtype float32, every "
      "16-bit reduction is reported too. The proofs work over exact reals, so "
      "this rule is the one that sees the format."},
+    {"SP009", "rng-divergence", Severity::Error,
+     "A rank draws random values (a dropout mask) from another seed than the "
+     "reference.",
+     "A random draw (dropout, bernoulli, uniform_, normal_, rand, randn, ...) is "
+     "keyed by its generator's state: the seed and the draws made since. Where "
+     "a rank and the single-device run draw at the same line from generators "
+     "seeded differently, they drop different elements, and a value every rank "
+     "holds whole (activations after a row-parallel all-reduce, a replicated "
+     "residual stream) diverges across ranks and from the reference. The "
+     "report names the draw and both seeds, with values of the draws for which "
+     "the results differ. Typical cause: dropout of replicated activations "
+     "under a rank-dependent RNG tracker state (Megatron's "
+     "`get_cuda_rng_tracker().fork()`), or a seed offset by the rank where the "
+     "tensor-parallel ranks must share one. Draws that only the offset "
+     "separates (other draws came first) are \"could not prove\": PyTorch's "
+     "offsets depend on the earlier draws' sizes and the device."},
 };
 } // namespace
 

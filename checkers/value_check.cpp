@@ -68,6 +68,15 @@ std::optional<prover::Verdict> blocked_by_rank_local(const terms::TermStore &sto
     const auto &var = store.variable(v);
     if (var.kind == terms::VarKind::RankLocal) {
       prover::Verdict verdict;
+      if (var.name.starts_with("rng:")) { // a random draw (torch/random.py)
+        verdict.why = fmt::format(
+            "depends on the random draw '{}' made at {} on one rank, which the "
+            "reference does not make from the same generator state and shape (a "
+            "rank-dependent seed over a sharded value, or other draws before it): "
+            "its values cannot be related to the reference's",
+            var.name, var.origin);
+        return verdict;
+      }
       verdict.why =
           fmt::format("depends on '{}', created at {} on one rank with no counterpart "
                       "of the same shape in the reference (create the whole tensor and "
@@ -175,9 +184,21 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == "SP005" &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
-  const ir::SourceLoc &where =
-      at_value ? context.program.rank(ob.home_rank).node(ob.home_node).loc
-               : (divergence ? divergence->loc : ob.loc);
+  ir::SourceLoc where = at_value
+                            ? context.program.rank(ob.home_rank).node(ob.home_node).loc
+                            : (divergence ? divergence->loc : ob.loc);
+  // A value that depends on a rank's reseeded random draw: the draw is the
+  // cause (rng_divergence.cpp).
+  if (!context.random_divergences.empty())
+    for (TermId v : terms::variables_of(store, eq.lhs))
+      if (auto it = context.random_divergences.find(v);
+          it != context.random_divergences.end()) {
+        diagnosis = {"SP009", fmt::format("{}, so {} differs from the single-device "
+                                          "reference",
+                                          it->second.message, ob.subject)};
+        where = it->second.loc;
+        break;
+      }
   Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
 
   // Alive2-style: example, then the reference value and every rank's.

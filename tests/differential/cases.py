@@ -820,3 +820,78 @@ CASES.update({
     "to_dtype_keyword_non_blocking": ([(2, 3)], lambda x: x.to(dtype=torch.float64,
                                                                 non_blocking=True) + 1),
 })
+
+
+# ---- rng (h5) -----------------------------------------------------------------
+# Deterministic results of random ops: dropout that draws nothing (p = 0,
+# eval mode: the input itself; p = 1: zeros), and draws repeated from one
+# generator state. standin_check gives the stand-in's draws fixed nonzero
+# values, twice over: an output that depends on which draw was made fails.
+def _eval_dropouts(x):
+    dropouts = [torch.nn.Dropout(0.4), torch.nn.Dropout2d(0.5), torch.nn.Dropout1d(0.5)]
+    for d in dropouts:
+        d.eval()
+    planes = x.reshape(1, 2, 3, 1)
+    return dropouts[0](x) + dropouts[1](planes).reshape(2, 3) \
+        + dropouts[2](x.reshape(1, 2, 3)).reshape(2, 3) + F.dropout2d(planes, 0.3, False).reshape(2, 3)
+
+
+def _seeded_masks_repeat(x):
+    torch.manual_seed(7)
+    first = F.dropout(x, 0.5)
+    torch.manual_seed(7)
+    again = F.dropout(x, 0.5)
+    torch.manual_seed(7)
+    channels = F.dropout2d(x.reshape(1, 2, 3, 1), 0.5)
+    torch.manual_seed(7)
+    channels_again = F.dropout2d(x.reshape(1, 2, 3, 1), 0.5)
+    return first - again + (channels - channels_again).reshape(2, 3) + x
+
+
+def _generator_state_repeats(x):
+    g = torch.Generator().manual_seed(3)
+    state = g.get_state()
+    u = torch.rand(2, 3, generator=g)
+    n = torch.randn(2, 3, generator=g)
+    g.set_state(state)
+    return x + (torch.rand(2, 3, generator=g) - u) + (torch.randn(2, 3, generator=g) - n)
+
+
+def _rng_states_compare(x):
+    torch.manual_seed(11)
+    torch.rand(3)
+    first = torch.get_rng_state()
+    torch.manual_seed(11)
+    torch.rand(3)
+    again = torch.get_rng_state()
+    torch.rand(3)
+    moved = torch.get_rng_state()
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        torch.rand(3)
+    restored = torch.get_rng_state()
+    torch.set_rng_state(first)
+    same = lambda a, b: bool((a == b).all())  # noqa: E731
+    flags = [same(first, again), same(first, moved), same(moved, restored),
+             same(first, torch.get_rng_state()), torch.initial_seed() == 11]
+    return x * sum(float(f) * 2 ** k for k, f in enumerate(flags))
+
+
+def _inplace_fill_repeats(x):
+    torch.manual_seed(5)
+    a = torch.empty(2, 3).uniform_(-1, 1)
+    b = torch.empty(2, 3).bernoulli_(0.3)
+    torch.manual_seed(5)
+    return x + (torch.empty(2, 3).uniform_(-1, 1) - a) + (torch.empty(2, 3).bernoulli_(0.3) - b)
+
+
+CASES.update({
+    "dropout_p0_is_input": ([(2, 3)], lambda x: F.dropout(x, 0.0, True)),
+    "dropout_eval_is_input": ([(2, 3)], lambda x: F.dropout(x, 0.5, training=False)),
+    "dropout_modules_eval": ([(2, 3)], _eval_dropouts),
+    "dropout_p1_zeros": ([(2, 3)], lambda x: F.dropout(x, 1.0) + x),
+    "seeded_masks_repeat": ([(2, 3)], _seeded_masks_repeat),
+    "generator_state_repeats": ([(2, 3)], _generator_state_repeats),
+    "rng_states_compare": ([(2, 3)], _rng_states_compare),
+    "inplace_fill_repeats": ([(2, 3)], _inplace_fill_repeats),
+})

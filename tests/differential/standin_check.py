@@ -28,11 +28,17 @@ def check(name, shapes, fn, ref):
         (out * cot).sum().backward()
     variables = [t for x in inputs for t in x._a.ravel().tolist()]
     values = [v for vals in ref["inputs"] for v in vals]
+    draws, draw_values = _draw_assignments({t.id for t in variables})
+    problems = []
 
     def value(terms):
-        return _sp.evaluate(list(terms), variables, values)
+        terms = list(terms)
+        first, second = (_sp.evaluate(terms, variables + draws, values + v)
+                         for v in draw_values)
+        if not close(first, second):
+            problems.append("the result depends on the values of the random draws")
+        return first
 
-    problems = []
     if list(out.shape) != ref["cotangent_shape"]:
         problems.append(f"output shape {list(out.shape)} != {ref['cotangent_shape']}")
     elif not close(value(out._a.ravel().tolist()), ref["output"]):
@@ -49,6 +55,18 @@ def check(name, shapes, fn, ref):
         if not close(got, want):
             problems.append(f"gradient of input {k} differs: {got[:4]} vs {want[:4]}")
     return problems
+
+
+def _draw_assignments(inputs):
+    """Every random draw of the stand-in so far (torch/random.py), and two
+    sets of nonzero values for them: a case compares what real PyTorch
+    computes too, so its result must not depend on them (a mask drawn twice
+    from one state and subtracted), and one that does is found. The inputs,
+    drawn by randn outside an entry, keep PyTorch's values."""
+    draws = [v for elements in torch.random._run().draws.values()
+             for v in elements.ravel().tolist() if v.id not in inputs]
+    return draws, [[2 * math.sin(7.0 * k + shift) for k in range(len(draws))]
+                   for shift in (1.0, 2.0)]
 
 
 def _check_raises(shapes, fn, ref):

@@ -84,6 +84,10 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     # Parameters by the reference's name (an expert's local name differs).
     named_parameters = [(reference_name(n), p) for n, p in model.named_parameters()]
     reference = torch.load(reference_file) if reference_file else None
+    # The weights drawn here are the harness's, not the module's: the
+    # module's generator state after its entry stays as it left it, so the
+    # dropout masks its forward draws are the same in every run.
+    module_rng_state = torch.get_rng_state()
     with torch.no_grad():
         for name, p in named_parameters:
             if reference is None:
@@ -93,6 +97,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
                 p.copy_(full if full.shape == p.shape else _shard_of(
                     full, getattr(p, "partition_dim", -1),
                     getattr(p, "partition_stride", 1), *_shard_index(tp_group)))
+    torch.set_rng_state(module_rng_state)
     # Inputs come from the fixed seed: an entry draws them before building
     # its model, so every rank draws what the reference drew (and a rank that
     # builds its own input, such as zeros on ranks without data, keeps it).

@@ -319,19 +319,12 @@ LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor = (
                                     ("ByteTensor", uint8), ("BoolTensor", bool)))
 
 
-def randn(*shape, dtype=None, generator=None, **kwargs):
-    return fresh(_shape(shape), dtype or _dtypes.default_float(), "randn")
-
-
-rand = randn
-
-
-def randint(low, high=None, size=None, dtype=None, **kwargs):
-    if high is None:
-        low, high = 0, low
-    rng = np.random.default_rng(12345)
-    return _concrete(rng.integers(low, high, size=_shape((size,))),
-                     dtype or _dtypes.int64, "randint")
+# Random draws and generators (h5): torch/random.py.
+from .random import (  # noqa: E402,F401
+    rand, randn, randint, randperm, multinomial, rand_like, randn_like, randint_like,
+    normal, bernoulli, manual_seed, seed, initial_seed, get_rng_state, set_rng_state,
+    Generator, default_generator,
+)
 
 
 def _like(fn):
@@ -348,7 +341,6 @@ def _like(fn):
 
 
 zeros_like, ones_like, empty_like, full_like = map(_like, (zeros, ones, empty, full))
-randn_like = _like(randn)
 
 
 # ---- functions ---------------------------------------------------------------
@@ -604,28 +596,6 @@ def is_floating_point(x):
     return x.dtype.is_floating_point
 
 
-def manual_seed(seed):
-    return None
-
-
-def seed():
-    return 0
-
-
-def initial_seed():
-    return 0
-
-
-def get_rng_state():
-    """The CPU RNG state: bookkeeping only, random tensors are symbolic
-    whatever it is (see torch.cuda.random)."""
-    return cuda.random.get_rng_state()
-
-
-def set_rng_state(state):
-    return None
-
-
 def _deterministic():
     """[enabled, warn_only] of this run."""
     return _tracing.state.per_run.setdefault("torch.deterministic", [False, False])
@@ -797,40 +767,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor",  #
     if not isinstance(backend, str):
         _tracing.unmodelled("torch.compile with a custom backend")
     return model if model is not None else (lambda fn: fn)
-
-
-class Generator:
-    """A seed holder: random tensors are fresh symbolic values whatever the
-    generator's state, so the state is bookkeeping only."""
-
-    def __init__(self, device=None):
-        self.device = device
-        self._seed = 0
-
-    def manual_seed(self, seed):
-        self._seed = builtins.int(seed)
-        return self
-
-    def seed(self):
-        return self._seed
-
-    def initial_seed(self):
-        return self._seed
-
-    def get_state(self):
-        return cuda.random.get_rng_state()
-
-    def set_state(self, state):
-        return self
-
-    def graphsafe_get_state(self):
-        return self
-
-    def graphsafe_set_state(self, state):
-        return self
-
-    def clone_state(self):
-        return self
 
 
 from . import cuda, jit, autograd, nn, distributed, version, storage, serialization, _C  # noqa: E402,F401,E501

@@ -1,38 +1,47 @@
-"""torch.cuda.random: the RNG state is bookkeeping; every random tensor is a
-fresh symbolic value whatever the state, so a state is a constant byte tensor."""
+"""torch.cuda.random: the CUDA generator of the one simulated device, as
+torch/random.py models generators (its state is part of each rank's run)."""
+from .. import random as _random
+
+default_generators = (_random.cuda_default_generator,)
 
 
-def _state():
-    from .. import zeros, uint8
-    return zeros(16, dtype=uint8)
-
-
-from .. import Generator as _Generator  # noqa: E402
-
-default_generators = (_Generator("cuda"),)
+def _generator(device="cuda"):
+    if isinstance(device, int):
+        kind, index = "cuda", device
+    elif isinstance(device, str):
+        kind, _, number = device.partition(":")
+        index = int(number) if number else None
+    else:
+        kind, index = _random._kind_of(device), device.index
+    if kind != "cuda" or index not in (None, -1, 0):
+        raise RuntimeError(f"no CUDA device {device!r}: there is one simulated device")
+    return default_generators[0]
 
 
 def get_rng_state(device="cuda"):
-    return _state()
+    return _generator(device).get_state()
 
 
 def set_rng_state(new_state, device="cuda"):
-    return None
+    _generator(device).set_state(new_state)
 
 
 def get_rng_state_all():
-    return [_state()]
+    return [g.get_state() for g in default_generators]
 
 
-def set_rng_state_all(states):
-    return None
+def set_rng_state_all(new_states):
+    for g, state in zip(default_generators, new_states):
+        g.set_state(state)
 
 
 def manual_seed(seed):
     default_generators[0].manual_seed(seed)
 
 
-manual_seed_all = manual_seed
+def manual_seed_all(seed):
+    for g in default_generators:
+        g.manual_seed(seed)
 
 
 def initial_seed():
@@ -40,7 +49,10 @@ def initial_seed():
 
 
 def seed():
-    return None
+    default_generators[0].seed()
 
 
-seed_all = seed
+def seed_all():
+    seed = default_generators[0].seed()
+    for g in default_generators[1:]:
+        g.manual_seed(seed)

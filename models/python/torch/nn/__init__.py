@@ -21,7 +21,8 @@ def _module_package():
               "loss": ("MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss"),
               "linear": ("Linear", "Identity"),
               "sparse": ("Embedding",), "normalization": ("LayerNorm",),
-              "dropout": ("Dropout",), "container": (
+              "dropout": ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+                          "FeatureAlphaDropout"), "container": (
                   "Sequential", "ModuleList", "ModuleDict", "ParameterList",
                   "ParameterDict"),
               "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax",

@@ -96,10 +96,53 @@ def embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return relabel(where(mask, rows.detach(), rows), "embedding", "index", (ids, weight))
 
 
-def dropout(x, p=0.5, training=True, inplace=False):
-    # Modelled as the identity: the same mask on every rank and in the
-    # reference, which is what a correct RNG tracker guarantees.
-    return x
+# ---- dropout (h5: the masks are keyed random draws, torch/random.py) ----
+def _dropped(op, input, p, training, inplace, noise_shape):
+    """input * mask / (1 - p), the mask a keyed Bernoulli(1 - p) draw of
+    `noise_shape` (broadcast over the rest); p = 0 or eval mode is input
+    itself and p = 1 zeros, neither drawing anything (as ATen)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0.0) if inplace else input * 0.0
+    from .. import random as _random
+    keep, scale = 1.0 - p, 1.0 / (1.0 - p)
+    noise = _random.values(op, noise_shape, input.dtype,
+                           lambda u: _random.bernoulli_value(u, keep) * scale)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _dropped("dropout", input, p, training, inplace, input.shape)
+
+
+def _feature_dropout(name, spatial):
+    """Whole channels dropped: one draw per (batch, channel); an input
+    without a batch dimension is one batch."""
+    def drop(input, p=0.5, training=True, inplace=False):
+        if input.ndim not in (spatial + 1, spatial + 2):
+            raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D "
+                               f"input, but received a {input.ndim}D input")
+        batched = input.ndim == spatial + 2
+        shape = tuple(input.shape[:2]) if batched else (1, input.shape[0])
+        noise_shape = (shape if batched else shape[1:]) + (1,) * spatial
+        return _dropped("feature_dropout", input, p, training, inplace, noise_shape)
+    drop.__name__ = name
+    return drop
+
+
+dropout1d, dropout2d, dropout3d = (_feature_dropout(f"dropout{k}d", k) for k in (1, 2, 3))
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if not training or p == 0:
+        return input
+    _tracing.unmodelled(f"alpha_dropout in training (inplace={inplace})")
+
+
+feature_alpha_dropout = alpha_dropout
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -161,7 +204,8 @@ def pad(x, pad, mode="constant", value=None):
 
 
 __all__ = ["linear", "gelu", "relu", "silu", "tanh", "sigmoid", "softmax",
-           "log_softmax", "embedding", "dropout", "layer_norm", "pad", "Tensor"]
+           "log_softmax", "embedding", "dropout", "dropout1d", "dropout2d",
+           "dropout3d", "layer_norm", "pad", "Tensor"]
 
 
 # ---- losses ------------------------------------------------------------------

@@ -906,12 +906,37 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
+    """nn.Dropout and its channel-wise kin (h5): F's dropout with the
+    module's p, inplace and training mode."""
+    _function = staticmethod(F.dropout)
+
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        self.p = p
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
 
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+    def forward(self, input):
+        return self._function(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(Dropout):
+    _function = staticmethod(F.dropout1d)
+
+
+class Dropout2d(Dropout):
+    _function = staticmethod(F.dropout2d)
+
+
+class Dropout3d(Dropout):
+    _function = staticmethod(F.dropout3d)
+
+
+class AlphaDropout(Dropout):
+    _function = staticmethod(F.alpha_dropout)
+
+
+FeatureAlphaDropout = AlphaDropout
 
 
 def _activation(name, fn):
