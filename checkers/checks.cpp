@@ -15,6 +15,7 @@ std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
     checks.push_back(make_module_equivalence_check());
   checks.push_back(make_forward_equivalence_check());
   checks.push_back(make_gradient_equivalence_check());
+  checks.push_back(make_exp_overflow_check()); // what the proofs over the reals cannot see
   return checks;
 }
 

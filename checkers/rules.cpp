@@ -85,6 +85,17 @@ constexpr Rule kRules[] = {
      "tensor-parallel ranks must share one. Draws that only the offset "
      "separates (other draws came first) are \"could not prove\": PyTorch's "
      "offsets depend on the earlier draws' sizes and the device."},
+    {"SP010", "exp-overflow", Severity::Warning,
+     "An exp of a value that nothing bounds above reaches an output.",
+     "The proofs compare values over the reals, where exp(x) / sum(exp(x)) "
+     "equals exp(x - max(x)) / sum(exp(x - max(x))). In floating point only the "
+     "shifted form survives large values: exp overflows to inf past 88.7 in "
+     "float32 and past 11.1 in float16, and a softmax of inf is NaN. An exp "
+     "whose argument is not provably at most a constant (x - max(x) is at most "
+     "0; the maximum may be all-reduced) is reported where it is computed, "
+     "saying whether the single-device reference shifts where the distributed "
+     "code does not. Typical cause: a hand-written vocabulary-parallel softmax "
+     "or cross entropy that skips the all-reduced maximum."},
 };
 } // namespace
 

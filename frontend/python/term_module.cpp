@@ -15,6 +15,7 @@ namespace {
 RecordingContext *g_context = nullptr;
 PyObject *g_symbolic_error = nullptr; // _shardproof.SymbolicControlFlow
 PyObject *g_timeout_error = nullptr;  // _shardproof.TraceTimeout
+PyObject *g_unmodelled_error = nullptr; // _shardproof.UnmodelledValue
 
 struct TermObject {
   PyObject_HEAD TermId id;
@@ -66,17 +67,17 @@ std::optional<TermId> to_term(PyObject *o) {
       PyErr_Clear();
       return std::nullopt;
     }
-    if (!std::isfinite(v)) {
-      PyErr_SetString(PyExc_ValueError,
-                      "shardproof: non-finite constant in a symbolic expression");
-      return std::nullopt;
-    }
-    return store().constant_from_double(v);
+    return store().constant_from_double(v); // -inf, inf, NaN: extended values
   }
   return std::nullopt;
 }
 
+// Stops at symbolic control flow since the driver last asked: a stop the
+// analysed code caught (a bare `except:`) must still end the run unproved.
+long g_symbolic_stops = 0;
+
 PyObject *symbolic_error(const char *what) {
+  ++g_symbolic_stops;
   PyErr_Format(g_symbolic_error,
                "%s depends on a symbolic tensor value; shardproof proves "
                "properties for all values and cannot follow one branch",
@@ -84,7 +85,27 @@ PyObject *symbolic_error(const char *what) {
   return nullptr;
 }
 
-template <typename Fn> PyObject *binary(PyObject *a, PyObject *b, Fn fn) {
+// An operation on an extended value (-inf, NaN) that no sound rule decides
+// (term_store.h): the trace stops here unproved, as at symbolic control flow,
+// whose exception this one specialises (the driver reports both as "could
+// not prove" at the line).
+PyObject *unmodelled_error(const char *what) {
+  ++g_symbolic_stops;
+  PyErr_Format(g_unmodelled_error,
+               "%s over the extended reals is not modelled here: no sound rule "
+               "decides it (an infinity times a symbolic value of unknown sign, a "
+               "symbolic choice of an infinity or NaN, a symbolic value divided by 0)",
+               what);
+  return nullptr;
+}
+
+PyObject *wrap_checked(TermId id, const char *what) {
+  if (store().is_unmodelled(id))
+    return unmodelled_error(what);
+  return wrap(id);
+}
+
+template <typename Fn> PyObject *binary(PyObject *a, PyObject *b, Fn fn, const char *what) {
   auto x = to_term(a);
   if (!x) {
     if (PyErr_Occurred())
@@ -97,23 +118,38 @@ template <typename Fn> PyObject *binary(PyObject *a, PyObject *b, Fn fn) {
       return nullptr;
     Py_RETURN_NOTIMPLEMENTED;
   }
-  return wrap(fn(*x, *y));
+  return wrap_checked(fn(*x, *y), what);
+}
+
+// x / 0 as IEEE computes it for a concrete x (inf, -inf, NaN); a symbolic
+// numerator's sign is unknown. Inside terms inv(0) = 0 keeps inv total.
+TermId divide(TermId x, TermId y) {
+  if (!store().is_const(y) || store().const_value(y) != 0)
+    return store().div(x, y);
+  if (store().is_extended(x))
+    return store().mul(x, store().one()); // +-inf / 0 keeps its sign (0 is +0)
+  if (!store().is_const(x))
+    return store().extended(terms::Extended::Unmodelled);
+  int sign = sgn(store().const_value(x));
+  return store().extended(sign > 0   ? terms::Extended::PosInf
+                          : sign < 0 ? terms::Extended::NegInf
+                                     : terms::Extended::NaN);
 }
 
 PyObject *term_add(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().add(x, y); });
+  return binary(a, b, [](TermId x, TermId y) { return store().add(x, y); }, "a sum");
 }
 PyObject *term_sub(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().sub(x, y); });
+  return binary(a, b, [](TermId x, TermId y) { return store().sub(x, y); }, "a difference");
 }
 PyObject *term_mul(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().mul(x, y); });
+  return binary(a, b, [](TermId x, TermId y) { return store().mul(x, y); }, "a product");
 }
 PyObject *term_div(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().div(x, y); });
+  return binary(a, b, [](TermId x, TermId y) { return divide(x, y); }, "a quotient");
 }
 PyObject *term_neg(PyObject *a) {
-  return wrap(store().neg(reinterpret_cast<TermObject *>(a)->id));
+  return wrap_checked(store().neg(reinterpret_cast<TermObject *>(a)->id), "a negation");
 }
 PyObject *term_pos(PyObject *a) {
   Py_INCREF(a);
@@ -121,7 +157,7 @@ PyObject *term_pos(PyObject *a) {
 }
 PyObject *term_abs(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
-  return wrap(store().max(x, store().neg(x)));
+  return wrap_checked(store().max(x, store().neg(x)), "abs");
 }
 
 TermId power(TermId base, long exponent) {
@@ -136,15 +172,15 @@ PyObject *term_pow(PyObject *a, PyObject *b, PyObject *) {
     return symbolic_error("an exponent");
   TermId base = reinterpret_cast<TermObject *>(a)->id;
   if (PyLong_Check(b))
-    return wrap(power(base, PyLong_AsLong(b)));
+    return wrap_checked(power(base, PyLong_AsLong(b)), "a power");
   if (PyFloat_Check(b)) {
     double e = PyFloat_AsDouble(b);
     if (e == std::floor(e) && std::fabs(e) < 64)
-      return wrap(power(base, static_cast<long>(e)));
+      return wrap_checked(power(base, static_cast<long>(e)), "a power");
     if (e == 0.5)
-      return wrap(store().app(terms::Fn::Sqrt, base));
+      return wrap_checked(store().app(terms::Fn::Sqrt, base), "sqrt");
     if (e == -0.5)
-      return wrap(store().app(terms::Fn::Rsqrt, base));
+      return wrap_checked(store().app(terms::Fn::Rsqrt, base), "rsqrt");
   }
   PyErr_SetString(PyExc_NotImplementedError,
                   "shardproof: only integer and +-0.5 powers of symbolic values "
@@ -154,16 +190,27 @@ PyObject *term_pow(PyObject *a, PyObject *b, PyObject *) {
 
 int term_bool(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
+  if (store().is_concrete(x) && store().is_extended(x))
+    return 1; // bool(-inf) and bool(nan) are True
   if (store().is_const(x))
     return store().const_value(x) != 0;
   symbolic_error("a Python truth value");
   return -1;
 }
 
+// A concrete term's value as a Python float: -inf, inf and NaN included.
+double concrete_double(TermId x) {
+  if (store().is_const(x))
+    return store().const_value(x).get_d();
+  return terms::DoubleEvaluator(store(), [](TermId) { return 0.0; })(x).value_or(NAN);
+}
+
 PyObject *term_float(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
   if (store().is_const(x))
     return PyFloat_FromDouble(store().const_value(x).get_d());
+  if (store().is_concrete(x))
+    return PyFloat_FromDouble(concrete_double(x));
   return symbolic_error("a Python float");
 }
 
@@ -172,19 +219,23 @@ PyObject *term_index(PyObject *a) {
   if (store().is_const(x) && store().const_value(x).get_den() == 1)
     return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(), nullptr,
                              10);
+  if (store().is_concrete(x)) { // as int(float('inf')) does
+    PyErr_SetString(PyExc_OverflowError, "cannot convert an infinite or NaN value to integer");
+    return nullptr;
+  }
   return symbolic_error("a Python integer");
 }
 
 PyObject *term_richcompare(PyObject *a, PyObject *b, int op) {
   switch (op) {
   case Py_LT:
-    return binary(a, b, [](TermId x, TermId y) { return store().lt(x, y); });
+    return binary(a, b, [](TermId x, TermId y) { return store().lt(x, y); }, "a comparison");
   case Py_LE:
-    return binary(a, b, [](TermId x, TermId y) { return store().le(x, y); });
+    return binary(a, b, [](TermId x, TermId y) { return store().le(x, y); }, "a comparison");
   case Py_GT:
-    return binary(a, b, [](TermId x, TermId y) { return store().lt(y, x); });
+    return binary(a, b, [](TermId x, TermId y) { return store().lt(y, x); }, "a comparison");
   case Py_GE:
-    return binary(a, b, [](TermId x, TermId y) { return store().le(y, x); });
+    return binary(a, b, [](TermId x, TermId y) { return store().le(y, x); }, "a comparison");
   default:
     Py_RETURN_NOTIMPLEMENTED; // == and != keep object identity
   }
@@ -204,8 +255,9 @@ PyObject *term_repr(PyObject *a) {
 PyObject *term_get_id(PyObject *a, void *) {
   return PyLong_FromUnsignedLong(reinterpret_cast<TermObject *>(a)->id);
 }
+// Concrete values, -inf and NaN included: what Python may read as a float.
 PyObject *term_get_is_const(PyObject *a, void *) {
-  return PyBool_FromLong(store().is_const(reinterpret_cast<TermObject *>(a)->id));
+  return PyBool_FromLong(store().is_concrete(reinterpret_cast<TermObject *>(a)->id));
 }
 
 PyNumberMethods term_number = [] {
@@ -297,12 +349,18 @@ PyObject *py_apply(PyObject *, PyObject *args) {
     double v = PyFloat_AsDouble(x);
     if (v == -1.0 && PyErr_Occurred())
       return nullptr;
-    return PyFloat_FromDouble(terms::fn_eval(fn, v));
+    if (std::isfinite(v))
+      return PyFloat_FromDouble(terms::fn_eval(fn, v));
+    // -inf, inf, NaN: only the limits PyTorch's kernels reach
+    TermId limit = store().app(fn, store().constant_from_double(v));
+    if (store().is_unmodelled(limit))
+      return unmodelled_error(name);
+    return PyFloat_FromDouble(concrete_double(limit));
   }
   TermId t = reinterpret_cast<TermObject *>(x)->id;
   if (store().is_const(t))
     return PyFloat_FromDouble(terms::fn_eval(fn, store().const_value(t).get_d()));
-  return wrap(store().app(fn, t));
+  return wrap_checked(store().app(fn, t), name);
 }
 
 PyObject *py_where(PyObject *, PyObject *args) {
@@ -313,7 +371,7 @@ PyObject *py_where(PyObject *, PyObject *args) {
        tb = ta ? arg_term(b) : std::nullopt;
   if (!tb)
     return nullptr;
-  return wrap(store().ite(*tc, *ta, *tb));
+  return wrap_checked(store().ite(*tc, *ta, *tb), "where() on a symbolic condition");
 }
 
 template <bool IsMax> PyObject *py_lattice(PyObject *, PyObject *args) {
@@ -323,7 +381,7 @@ template <bool IsMax> PyObject *py_lattice(PyObject *, PyObject *args) {
   auto x = arg_term(a), y = x ? arg_term(b) : std::nullopt;
   if (!y)
     return nullptr;
-  return wrap(IsMax ? store().max(*x, *y) : store().min(*x, *y));
+  return wrap_checked(IsMax ? store().max(*x, *y) : store().min(*x, *y), "a maximum");
 }
 
 std::vector<TermId> term_list(PyObject *seq) {
@@ -581,7 +639,15 @@ PyObject *py_evaluate(PyObject *, PyObject *args) {
   return out;
 }
 
+PyObject *py_take_symbolic_stops(PyObject *, PyObject *) {
+  long n = g_symbolic_stops;
+  g_symbolic_stops = 0;
+  return PyLong_FromLong(n);
+}
+
 PyMethodDef module_methods[] = {
+    {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
+     "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
     {"evaluate", py_evaluate, METH_VARARGS, "evaluate(terms, vars, values) -> floats"},
     {"var", py_var, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
     {"placeholder", py_placeholder, METH_VARARGS,
@@ -632,10 +698,15 @@ PyObject *init_shardproof_module() {
     return nullptr;
   Py_INCREF(&TermType);
   PyModule_AddObject(m, "Term", reinterpret_cast<PyObject *>(&TermType));
+  // A BaseException, so user code's `except Exception` cannot swallow it.
   g_symbolic_error =
-      PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_RuntimeError, nullptr);
+      PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_BaseException, nullptr);
   Py_INCREF(g_symbolic_error);
   PyModule_AddObject(m, "SymbolicControlFlow", g_symbolic_error);
+  g_unmodelled_error =
+      PyErr_NewException("_shardproof.UnmodelledValue", g_symbolic_error, nullptr);
+  Py_INCREF(g_unmodelled_error);
+  PyModule_AddObject(m, "UnmodelledValue", g_unmodelled_error);
   // A BaseException, so user code's `except Exception` cannot swallow it.
   g_timeout_error =
       PyErr_NewException("_shardproof.TraceTimeout", PyExc_BaseException, nullptr);

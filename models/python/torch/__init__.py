@@ -23,6 +23,7 @@ from ._tensor import (  # noqa: F401
 )
 from ._autograd import GradMode as _GradMode
 from ._tracing import Unsupported  # noqa: F401
+from ._finfo import finfo  # noqa: F401
 
 __version__ = "2.4.0+shardproof"
 

@@ -44,8 +44,14 @@ def sigmoid(x):
 
 
 def _softmax_parts(x, dim):
-    e = apply_fn("exp", x, "exp", "softmax")
-    return e, e.sum(dim, keepdim=True)
+    """x - max(x), exp of it and its sum, as PyTorch's kernels compute them
+    (h6). The shift cancels over the reals, but it is what makes a row of
+    only -inf NaN (max is -inf, and -inf - -inf is NaN), and its exp is
+    bounded (checkers/exp_overflow.cpp). The max takes no gradient: the
+    softmax's own does not depend on it."""
+    shifted = x - x.detach().amax(dim, keepdim=True)
+    e = apply_fn("exp", shifted, "exp", "softmax")
+    return shifted, e, e.sum(dim, keepdim=True)
 
 
 def _softmax_input(x, dim, dtype):
@@ -58,18 +64,16 @@ def _softmax_input(x, dim, dtype):
 
 @_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
 def softmax(x, dim=None, _stacklevel=3, dtype=None):
-    # exp(x - max) / sum equals exp(x) / sum over the reals: the shift is a
-    # floating-point device, not part of the meaning.
     x, dim = _softmax_input(x, dim, dtype)
-    e, total = _softmax_parts(x, dim)
+    _, e, total = _softmax_parts(x, dim)
     return relabel(e / total, "softmax", "softmax", (x,))
 
 
 @_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
 def log_softmax(x, dim=None, _stacklevel=3, dtype=None):
     x, dim = _softmax_input(x, dim, dtype)
-    _, total = _softmax_parts(x, dim)
-    return relabel(x - total.log(), "log_softmax", "softmax", (x,))
+    shifted, _, total = _softmax_parts(x, dim)
+    return relabel(shifted - total.log(), "log_softmax", "softmax", (x,))
 
 
 def embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0,
