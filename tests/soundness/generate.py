@@ -688,7 +688,7 @@ def dp_finalize(prog, mean_loss):
         candidates.add("dp_average_sum_loss")
     if prog.dtype == "bf16" and scheme == "loop":
         candidates.add("grad_reduce_in_fp16")
-    if prog.dtype != "bf16" and scheme != "hook":
+    if prog.dtype != "bf16" and scheme in ("loop", "bucket"):
         candidates.add("dp_clone_not_written")
     prog.candidate_bugs.update(candidates)
 
