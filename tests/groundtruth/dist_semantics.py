@@ -8,7 +8,8 @@ shows, and that tests/e2e/collectives_test.cpp relies on:
     gradient (a row-parallel weight gets world times its gradient);
   - its broadcast's backward reduces the gradient to src and zeroes it
     elsewhere;
-  - gloo rejects ReduceOp.AVG and a tensor list of the wrong length.
+  - gloo rejects ReduceOp.AVG, a tensor list of the wrong length and the
+    list all_to_all.
 Usage: dist_semantics.py [WORLD ...]   (default 2 4); exits 1 on a mismatch."""
 import os
 import socket
@@ -45,7 +46,10 @@ def _checks(rank, world):
         failures.append("nn.functional.broadcast: backward is not reduce-to-src, zero elsewhere")
 
     for what, call in (("AVG", lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG)),
-                       ("short list", lambda: dist.all_gather([torch.empty(1)], torch.ones(1)))):
+                       ("short list", lambda: dist.all_gather([torch.empty(1)], torch.ones(1))),
+                       ("a list all_to_all", lambda: dist.all_to_all(
+                           [torch.empty(1) for _ in range(world)],
+                           [torch.ones(1) for _ in range(world)]))):
         try:
             call()
             failures.append(f"gloo accepted {what}")

@@ -119,3 +119,30 @@ def all_to_all_round_trip():
     model = AllToAllRoundTrip()
     return {"model": model, "inputs": (torch.randn(4, 8).chunk(world)[rank],),
             "finalize_grads": _allreduce_grads(model)}
+
+
+class AllToAllOnGloo(AllToAllRoundTrip):
+    """The same round trip on a gloo group, where PyTorch's differentiable
+    all_to_all runs as one scatter from each rank."""
+
+    def __init__(self):
+        super().__init__()
+        self.group = dist.new_group(list(range(dist.get_world_size())), backend="gloo")
+
+    def forward(self, x):
+        world = dist.get_world_size()
+        pieces = [p.contiguous() for p in (x * self.weight).chunk(world, dim=1)]
+        received = dist_fn.all_to_all([torch.empty_like(p) for p in pieces], pieces,
+                                      group=self.group)
+        mixed = torch.cat(received, dim=0) * 3
+        back = dist_fn.all_to_all([torch.empty_like(p) for p in mixed.chunk(world)],
+                                  [p.contiguous() for p in mixed.chunk(world)],
+                                  group=self.group)
+        return torch.cat(back, dim=1)
+
+
+def all_to_all_round_trip_on_gloo():
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = AllToAllOnGloo()
+    return {"model": model, "inputs": (torch.randn(4, 8).chunk(world)[rank],),
+            "finalize_grads": _allreduce_grads(model)}

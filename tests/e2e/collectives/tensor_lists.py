@@ -132,3 +132,16 @@ class NonContiguous(torch.nn.Module):
 
 def non_contiguous_all_reduce():
     return NonContiguous(), (torch.randn(2, 3),)
+
+
+def all_to_all_on_gloo():
+    """gloo has no list all_to_all: PyTorch raises."""
+    group = dist.new_group(list(range(dist.get_world_size())), backend="gloo")
+
+    class OnGloo(torch.nn.Module):
+        def forward(self, x):
+            sends = [p.contiguous() for p in x.chunk(dist.get_world_size(), dim=1)]
+            received = [torch.empty_like(p) for p in sends]
+            dist.all_to_all(received, sends, group=group)
+            return torch.cat(received, dim=0)
+    return OnGloo(), (_slice(torch.randn(4, 8)),)

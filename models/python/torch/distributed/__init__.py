@@ -761,6 +761,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     g = _group(group)
     if _outside(g):
         return None
+    if (g._backend or world.backend) == "gloo":
+        raise RuntimeError("ProcessGroup gloo does not support alltoall")
     inputs = _listed("all_to_all", "input_tensor_list", input_tensor_list, g)
     outputs = _listed("all_to_all", "output_tensor_list", output_tensor_list, g)
     _same_dtype("all_to_all", inputs + outputs, inputs[0].dtype)
