@@ -273,6 +273,15 @@ def advance(op, shape, dtype, generator=None, device=None, on_tensor=True):
     _cell_for(generator, device, on_tensor).advance((op, tuple(shape), dtype.name))
 
 
+def initialised(device, *draws):
+    """A module's own initialisation (nn.Linear's reset_parameters): its
+    Parameters keep their symbols, the generator of `device` (the CPU by
+    default, as PyTorch's) moves on by each (op, tensor) draw; None skips."""
+    for op, t in draws:
+        if t is not None:
+            advance(op, t.shape, t.dtype, device=device, on_tensor=False)
+
+
 def draw(op, shape, dtype, generator=None, device=None, on_tensor=True):
     """The elements of one random draw: symbolic values u keyed by the
     generator's state (one per element, in row-major order); the same state

@@ -4,6 +4,7 @@ from collections import OrderedDict
 import _shardproof as _sp
 
 from .. import _autograd, _dtypes, _tracing
+from .. import random as _random
 from .._tensor import Tensor
 from . import functional as F
 from . import init
@@ -850,19 +851,20 @@ def _empty(*shape, dtype=None):
 
 
 class Linear(Module):
-    @_tracing.no_effect(device="device placement")
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
         self.bias = Parameter(_empty(out_features, dtype=dtype)) if bias else None
+        # reset_parameters' draws move the generator of `device` on (h5).
+        _random.initialised(device, ("kaiming_uniform_", self.weight),
+                            ("uniform_", self.bias))
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
 
 
 class Embedding(Module):
-    @_tracing.no_effect(device="device placement")
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):
@@ -877,6 +879,7 @@ class Embedding(Module):
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
             _weight = _empty(num_embeddings, embedding_dim, dtype=dtype)
+            _random.initialised(device, ("normal_", _weight))  # reset_parameters (h5)
         elif tuple(_weight.shape) != (num_embeddings, embedding_dim):
             raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
         self.weight = Parameter(_weight, requires_grad=not _freeze)
