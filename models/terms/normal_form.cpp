@@ -68,13 +68,55 @@ Normalizer::Poly Normalizer::multiply(const Poly &a, const Poly &b) {
   return out;
 }
 
+// exp(a + b) = exp(a) exp(b) and exp(-a) = 1 / exp(a) for every real: the
+// argument's monomials become factors, exp(c m) with c > 0 an atom. So a
+// softmax shifted by its maximum, exp(x - m) / sum exp(x_j - m), and the
+// unshifted one have one normal form.
+Normalizer::Poly Normalizer::exponential(const Poly &argument) {
+  Poly out{{Monomial{}, mpq_class(1)}};
+  for (const auto &[mono, coeff] : argument) {
+    TermId e = store_.app(Fn::Exp, build(Poly{{mono, abs(coeff)}}));
+    out = multiply(out, coeff > 0 ? atom(e) : atom(store_.inv(e)));
+  }
+  return out;
+}
+
 // inv distributes over products and inv(inv(x)) = x; both hold with
-// inv(0) = 0. A sum of several monomials stays an atom.
+// inv(0) = 0. A sum of several monomials stays an atom, once the monomial
+// and the coefficient all its terms share are taken out (inv(c g q) =
+// inv(c) inv(g) inv(q) for every real as well).
 Normalizer::Poly Normalizer::inverse(const Poly &p) {
   if (p.empty())
     return {};
-  if (p.size() > 1)
-    return atom(store_.inv(build(p)));
+  if (p.size() > 1) {
+    Monomial common = p.begin()->first;
+    for (const auto &[mono, coeff] : p) {
+      Monomial shared;
+      for (const auto &[a, e] : common) {
+        auto it = std::find_if(mono.begin(), mono.end(),
+                               [&](const auto &f) { return f.first == a; });
+        if (it != mono.end())
+          shared.emplace_back(a, std::min(e, it->second));
+      }
+      common = std::move(shared);
+    }
+    const mpq_class lead = p.rbegin()->second;
+    if (common.empty() && lead == 1)
+      return atom(store_.inv(build(p)));
+    Poly rest;
+    for (const auto &[mono, coeff] : p) {
+      Monomial m;
+      for (const auto &[a, e] : mono) {
+        auto it = std::find_if(common.begin(), common.end(),
+                               [&](const auto &f) { return f.first == a; });
+        std::uint32_t left = e - (it == common.end() ? 0 : it->second);
+        if (left)
+          m.emplace_back(a, left);
+      }
+      rest[m] = coeff / lead;
+    }
+    return multiply(inverse(Poly{{common, lead}}), atom(store_.inv(build(rest))));
+  }
   const auto &[mono, coeff] = *p.begin();
   Poly out{{Monomial{}, mpq_class(1) / coeff}};
   for (const auto &[a, exponent] : mono) {
@@ -239,6 +281,8 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
   case Op::Inv:
     return make(inverse(*poly(node.args[0])));
   case Op::App: {
+    if (static_cast<Fn>(node.payload) == Fn::Exp)
+      return make(exponential(*poly(node.args[0])));
     TermId arg = build(*poly(node.args[0]));
     return make(atom(store_.app(static_cast<Fn>(node.payload), arg)));
   }

@@ -4,7 +4,8 @@
 // become the same TermId, so most equivalence obligations are proved by an id
 // comparison. Only identities valid for all reals (with inv(0) = 0) are used;
 // x * inv(x) = 1 only where x is provably positive (exp, and sums and
-// products of such with positive coefficients: softmax normalisers).
+// products of such with positive coefficients: softmax normalisers), and
+// exp(a + b) = exp(a) exp(b).
 #pragma once
 
 #include "models/terms/term_store.h"
@@ -36,6 +37,7 @@ private:
   Poly multiply(const Poly &a, const Poly &b);
   Poly atom(TermId canonical_atom, std::uint32_t exponent = 1);
   Poly inverse(const Poly &p);
+  Poly exponential(const Poly &argument);
   bool positive(TermId canonical);
   Poly cancel_positive(Poly p);
   TermId comparison(bool strict, const Poly &a, const Poly &b);

@@ -179,14 +179,15 @@ TEST(ExtendedReals, AnUndecidedElementKeepsTheObligationFromBeingProved) {
   EXPECT_EQ(prover::prove_equal(s, lhs, wrong, options).kind, Verdict::Kind::Refuted);
 }
 
-// exp(1000 e^x) * exp(-1000 e^x) = 1 for every real x, but in doubles it is
-// inf * 0 = NaN at every sample: the old falsifier called that a difference.
+// exp(b) sigmoid(-b) = sigmoid(b) for every real b (the normal form does not
+// know it), but for b = 1000 e^x doubles give inf * 0 = NaN at every sample:
+// the old falsifier called that a difference.
 TEST(EvaluationNeverInventsADifference, OverflowToInfOrNaNIsNoCounterexample) {
   TermStore s;
   TermId x = s.var("x", VarKind::Reference);
   TermId big = s.mul(s.constant(1000), s.app(Fn::Exp, x));
-  TermId product = s.mul(s.app(Fn::Exp, big), s.app(Fn::Exp, s.neg(big)));
-  Verdict v = prove(s, product, s.one());
+  TermId product = s.mul(s.app(Fn::Exp, big), s.app(Fn::Sigmoid, s.neg(big)));
+  Verdict v = prove(s, product, s.app(Fn::Sigmoid, big));
   EXPECT_NE(v.kind, Verdict::Kind::Refuted);
   EXPECT_NE(v.why.find("overflow"), std::string::npos) << v.why;
 }
@@ -213,4 +214,16 @@ TEST(EvaluationNeverInventsADifference, OverflowingPointsAreTriedNearerZero) {
   ASSERT_EQ(v.kind, Verdict::Kind::Refuted);
   EXPECT_TRUE(std::isfinite(v.counterexample->lhs));
   EXPECT_TRUE(std::isfinite(v.counterexample->rhs));
+}
+
+TEST(NormalForm, ExpOfASumIsAProductSoAShiftedSoftmaxIsTheUnshiftedOne) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId m = s.max(x, y);
+  auto shifted = [&](TermId v) { return s.app(Fn::Exp, s.sub(v, m)); };
+  TermId lhs = s.div(shifted(x), s.add(shifted(x), shifted(y)));
+  TermId rhs = s.div(s.app(Fn::Exp, x), s.add(s.app(Fn::Exp, x), s.app(Fn::Exp, y)));
+  Verdict v = prove(s, lhs, rhs);
+  EXPECT_EQ(v.kind, Verdict::Kind::Proved);
+  EXPECT_EQ(v.method, "normal form");
 }
