@@ -231,8 +231,17 @@ def main(argv):
         with open(args.from_log) as f:
             records = sorted((r for r in map(json.loads, f) if first <= r["seed"] < last),
                              key=lambda r: r["seed"])
+        # The command of the run that wrote the log (the options but these two).
+        run_args, rest = [], list(argv[1:])
+        while rest:
+            a = rest.pop(0)
+            if a in ("--from-log", "--seconds"):
+                rest.pop(0)  # and its value
+            else:
+                run_args.append(a)
         command = "/usr/bin/python3 " + " ".join(
-            [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + argv[1:])
+            [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + run_args +
+            ["--log", args.from_log])
         with open(args.report, "w") as f:
             f.write(report(records, args.seconds or 0, command, args.save, last - first))
         return 0
