@@ -37,6 +37,7 @@ const std::vector<Expectation> kExpectations = {
      "dist.reduce's buffer on rank 1, not dst 0 (unspecified)"},
     {"reduce.py::max_instead_of_sum", 1, 1, "[SP001]"},
     {"reduce.py::dst_outside_group", 2, 2, "is not part of ProcessGroup"},
+    {"reduce.py::each_rank_its_own_dst", 1, 1, "has root 0 on rank 0 but 1 on rank 1"},
     // async_op=True and coalescing: results exist once waited on.
     {"async_work.py::wait_then_read", 0, 0, ""},
     {"async_work.py::read_before_wait", 3, 3,

@@ -65,3 +65,16 @@ def dst_outside_group():
             dist.reduce(total, dst=world - 1 - dist.get_rank(), group=mine)
             return total
     return ReduceInOwnGroup(), (torch.randn(3),)
+
+
+class ReduceToSelf(torch.nn.Module):
+    def forward(self, x):
+        total = x.clone()
+        dist.reduce(total, dst=dist.get_rank())  # the ranks disagree on the root
+        dist.broadcast(total, src=0)
+        return total
+
+
+def each_rank_its_own_dst():
+    """A root the ranks do not agree on: a hang on hardware."""
+    return ReduceToSelf(), (_share(torch.randn(3)),)
