@@ -29,6 +29,7 @@ class _World:
         self.generation = 0  # bumped by destroy_process_group(): older groups are gone
         self.sequence = {}  # group ranks -> calls issued so far
         self.coalescing = []  # open _coalescing_manager blocks, innermost last
+        self.call_site = None  # where a backward's collectives are reported (_called_at)
 
 
 world = _World()
@@ -42,6 +43,23 @@ def configure(size, rank):
     world.generation += 1
     world.sequence = {}
     world.coalescing = []
+    world.call_site = None
+
+
+def _site():
+    """(file, line, function, column) a collective is reported at."""
+    return world.call_site or _tracing.location()
+
+
+@contextlib.contextmanager
+def _called_at(site):
+    """Collectives issued inside (a differentiable collective's backward, run
+    by autograd with no user frame on the stack) are reported at `site`."""
+    outer, world.call_site = world.call_site, site
+    try:
+        yield
+    finally:
+        world.call_site = outer
 
 
 # ---- process groups -----------------------------------------------------
@@ -399,14 +417,15 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     call to link (the reference run has a node for each collective)."""
     inputs = np.asarray(inputs).ravel()
     count = int(np.prod(out_shape)) if has_outputs else 0
+    site = _site()
     if g.size() == 1:
         values = np.array(np.asarray(local).ravel())  # a copy: the output may be the input
         return values, record(values.reshape(out_shape), dtype, kind, "collective",
-                              parents)._node
+                              parents, loc=site)._node
     ranks = tuple(g.ranks)
     seq = world.sequence.get(ranks, 0)
     world.sequence[ranks] = seq + 1
-    file, line, func, col = _tracing.location()
+    file, line, func, col = site
     where = f"{_tracing.display(file)}:{line}"
     outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
@@ -414,7 +433,7 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
-                  parents)._node
+                  parents, loc=site)._node
     _sp.record_collective(kind, op, ranks, seq, root, inputs.shape if not parents else
                           _in_shape(parents, inputs), out_shape if count else (0,),
                           dtype.name, inputs.tolist(), outputs, file, line, col, func,
@@ -455,7 +474,8 @@ def _opaque(tensor, what):
     """Values no rank can rely on: any proof that reads them is blocked."""
     if tensor._a.dtype != object:
         _tracing.unmodelled(f"{what} in a {tensor.dtype} tensor")
-    where = _tracing.origin()
+    file, line, _, _ = _site()
+    where = f"{_tracing.display(file)}:{line}"
     return np.asarray([_sp.opaque(what, where) for _ in range(tensor._a.size)],
                       dtype=object)
 

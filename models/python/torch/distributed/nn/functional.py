@@ -4,9 +4,12 @@ gradient of an all_reduce is the all_reduce of the gradient with the same op
 (even MAX or MIN, whose true gradient it is not), of a broadcast the reduce of
 the gradient to src (zero elsewhere), of an all_gather a reduce_scatter, of an
 all_to_all the all_to_all back. Like PyTorch, roots are compared with this
-rank's rank in the group."""
+rank's rank in the group. Collectives a backward issues are reported at the
+forward's call site."""
+import functools
+
 from ...autograd import Function
-from .. import Backend, ReduceOp, group as _group_namespace
+from .. import Backend, ReduceOp, _called_at, _site, group as _group_namespace
 from .. import (all_gather as _all_gather, all_reduce as _all_reduce,
                 all_to_all as _all_to_all, all_to_all_single as _all_to_all_single,
                 broadcast as _broadcast, gather as _gather, get_backend, get_rank,
@@ -15,6 +18,23 @@ from .. import (all_gather as _all_gather, all_reduce as _all_reduce,
                 all_gather_into_tensor as _all_gather_into_tensor)
 
 _WORLD = _group_namespace.WORLD
+
+
+def _at_forward_site(cls):
+    """Runs the Function's backward as if at the line that called it."""
+    forward, backward = cls.forward, cls.backward
+
+    @functools.wraps(forward)
+    def located_forward(ctx, *args):
+        ctx.site = _site()
+        return forward(ctx, *args)
+
+    @functools.wraps(backward)
+    def located_backward(ctx, *grads):
+        with _called_at(ctx.site):
+            return backward(ctx, *grads)
+    cls.forward, cls.backward = staticmethod(located_forward), staticmethod(located_backward)
+    return cls
 
 
 def _torch():
@@ -64,6 +84,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=_WORLD):
     return _AllReduce.apply(op, group, tensor)
 
 
+@_at_forward_site
 class _Broadcast(Function):
     @staticmethod
     def forward(ctx, src, group, tensor):
@@ -80,6 +101,7 @@ class _Broadcast(Function):
         return None, None, grad
 
 
+@_at_forward_site
 class _Gather(Function):
     @staticmethod
     def forward(ctx, dst, group, tensor):
@@ -96,6 +118,7 @@ class _Gather(Function):
         return None, None, _Scatter.apply(ctx.dst, ctx.group, *grad_outputs)
 
 
+@_at_forward_site
 class _Scatter(Function):
     @staticmethod
     def forward(ctx, src, group, *tensors):
@@ -112,6 +135,7 @@ class _Scatter(Function):
         return (None, None) + _Gather.apply(ctx.src, ctx.group, grad_output)
 
 
+@_at_forward_site
 class _Reduce(Function):
     @staticmethod
     def forward(ctx, dst, op, group, tensor):
@@ -125,6 +149,7 @@ class _Reduce(Function):
         return None, None, None, _Broadcast.apply(ctx.dst, ctx.group, grad_output)
 
 
+@_at_forward_site
 class _ReduceScatter(Function):
     @staticmethod
     def forward(ctx, op, group, output, *input_list):
@@ -138,6 +163,7 @@ class _ReduceScatter(Function):
         return (None, None, None) + _AllGather.apply(ctx.group, grad_output)
 
 
+@_at_forward_site
 class _AllGather(Function):
     @staticmethod
     def forward(ctx, group, tensor):
@@ -162,6 +188,7 @@ class _AllGather(Function):
         return None, grad
 
 
+@_at_forward_site
 class _AllGatherBase(Function):
     @staticmethod
     def forward(ctx, output_tensor, input_tensor, group):
@@ -184,6 +211,7 @@ class _AllGatherBase(Function):
         return None, grad, None
 
 
+@_at_forward_site
 class _AllToAll(Function):
     @staticmethod
     def forward(ctx, group, output_list, *tensors):
@@ -206,6 +234,7 @@ class _AllToAll(Function):
         return (None, None) + _AllToAll.apply(ctx.group, received, *grad_outputs)
 
 
+@_at_forward_site
 class _AllToAllSingle(Function):
     @staticmethod
     def forward(ctx, group, output, output_split_sizes, input_split_sizes, input):
@@ -225,6 +254,7 @@ class _AllToAllSingle(Function):
                                       ctx.input_split_sizes, grad_output.contiguous()))
 
 
+@_at_forward_site
 class _AllReduce(Function):
     @staticmethod
     def forward(ctx, op, group, tensor):
