@@ -119,8 +119,9 @@ private:
         else
           ++factors[a];
       }
-      bool square = !factors.empty() && std::all_of(factors.begin(), factors.end(),
-                                                    [](auto &f) { return f.second % 2 == 0; });
+      bool square =
+          !factors.empty() && std::all_of(factors.begin(), factors.end(),
+                                          [](auto &f) { return f.second % 2 == 0; });
       Interval p{1, 1};
       for (const auto &[a, k] : factors)
         for (int i = 0; i < k; ++i)
@@ -167,7 +168,8 @@ private:
     case Fn::Exp:
       return {std::exp(x.lo), std::exp(x.hi)};
     case Fn::Log:
-      return {x.lo > 0 ? std::log(x.lo) : -INFINITY, x.hi > 0 ? std::log(x.hi) : INFINITY};
+      return {x.lo > 0 ? std::log(x.lo) : -INFINITY,
+              x.hi > 0 ? std::log(x.hi) : INFINITY};
     case Fn::Tanh:
     case Fn::Erf:
     case Fn::Sin:
@@ -265,9 +267,10 @@ public:
                    "torch.softmax does; the proofs hold over the reals only";
       Finding f = Finding::of("SP010", site.loc, message);
       if (!site.ranks.empty())
-        f.details.push_back(fmt::format("On rank{} {}{}", site.ranks.size() > 1 ? "s" : "",
-                                        fmt::join(site.ranks, ", "),
-                                        site.in_reference ? ", and in the reference" : ""));
+        f.details.push_back(
+            fmt::format("On rank{} {}{}", site.ranks.size() > 1 ? "s" : "",
+                        fmt::join(site.ranks, ", "),
+                        site.in_reference ? ", and in the reference" : ""));
       context.findings.push_back(std::move(f));
     }
   }
@@ -276,7 +279,7 @@ private:
   using Key = std::tuple<std::string, int, int>;
   struct Run {
     const ir::Trace *trace;
-    int rank; // -1: the reference
+    int rank;                                          // -1: the reference
     std::unordered_map<TermId, std::string> unbounded; // exp term -> first output
   };
   struct Site {

@@ -257,7 +257,9 @@ ExtendedPair decide_extended(const terms::TermStore &store, TermId lhs, TermId r
   std::vector<TermId> vars = terms::variables_of(store, roots);
   for (unsigned k = 0; k <= options.random_points; ++k) {
     // The point 0 first: the simplest example.
-    auto values = [&](TermId v) { return k == 0 ? 0.0 : sample_value(options.seed, k - 1, v); };
+    auto values = [&](TermId v) {
+      return k == 0 ? 0.0 : sample_value(options.seed, k - 1, v);
+    };
     DoubleEvaluator eval(store, values);
     auto x = eval(real);
     if (!x || !std::isfinite(*x))
@@ -402,8 +404,8 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
     if (elapsed_ms >= 0.9 * solver_ms)
       return unknown(fmt::format("the solver did not finish within {:.1f} s{}",
                                  solver_ms / 1000.0, overflow_note));
-    return unknown(fmt::format("the solver gave up (incomplete for nonlinear arithmetic){}",
-                               overflow_note));
+    return unknown(fmt::format(
+        "the solver gave up (incomplete for nonlinear arithmetic){}", overflow_note));
   }
   return unknown("unreachable");
 }

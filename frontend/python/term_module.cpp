@@ -13,8 +13,8 @@ using terms::TermId;
 
 namespace {
 RecordingContext *g_context = nullptr;
-PyObject *g_symbolic_error = nullptr; // _shardproof.SymbolicControlFlow
-PyObject *g_timeout_error = nullptr;  // _shardproof.TraceTimeout
+PyObject *g_symbolic_error = nullptr;   // _shardproof.SymbolicControlFlow
+PyObject *g_timeout_error = nullptr;    // _shardproof.TraceTimeout
 PyObject *g_unmodelled_error = nullptr; // _shardproof.UnmodelledValue
 
 struct TermObject {
@@ -105,7 +105,8 @@ PyObject *wrap_checked(TermId id, const char *what) {
   return wrap(id);
 }
 
-template <typename Fn> PyObject *binary(PyObject *a, PyObject *b, Fn fn, const char *what) {
+template <typename Fn>
+PyObject *binary(PyObject *a, PyObject *b, Fn fn, const char *what) {
   auto x = to_term(a);
   if (!x) {
     if (PyErr_Occurred())
@@ -137,16 +138,20 @@ TermId divide(TermId x, TermId y) {
 }
 
 PyObject *term_add(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().add(x, y); }, "a sum");
+  return binary(
+      a, b, [](TermId x, TermId y) { return store().add(x, y); }, "a sum");
 }
 PyObject *term_sub(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().sub(x, y); }, "a difference");
+  return binary(
+      a, b, [](TermId x, TermId y) { return store().sub(x, y); }, "a difference");
 }
 PyObject *term_mul(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return store().mul(x, y); }, "a product");
+  return binary(
+      a, b, [](TermId x, TermId y) { return store().mul(x, y); }, "a product");
 }
 PyObject *term_div(PyObject *a, PyObject *b) {
-  return binary(a, b, [](TermId x, TermId y) { return divide(x, y); }, "a quotient");
+  return binary(
+      a, b, [](TermId x, TermId y) { return divide(x, y); }, "a quotient");
 }
 PyObject *term_neg(PyObject *a) {
   return wrap_checked(store().neg(reinterpret_cast<TermObject *>(a)->id), "a negation");
@@ -220,7 +225,8 @@ PyObject *term_index(PyObject *a) {
     return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(), nullptr,
                              10);
   if (store().is_concrete(x)) { // as int(float('inf')) does
-    PyErr_SetString(PyExc_OverflowError, "cannot convert an infinite or NaN value to integer");
+    PyErr_SetString(PyExc_OverflowError,
+                    "cannot convert an infinite or NaN value to integer");
     return nullptr;
   }
   return symbolic_error("a Python integer");
@@ -229,13 +235,17 @@ PyObject *term_index(PyObject *a) {
 PyObject *term_richcompare(PyObject *a, PyObject *b, int op) {
   switch (op) {
   case Py_LT:
-    return binary(a, b, [](TermId x, TermId y) { return store().lt(x, y); }, "a comparison");
+    return binary(
+        a, b, [](TermId x, TermId y) { return store().lt(x, y); }, "a comparison");
   case Py_LE:
-    return binary(a, b, [](TermId x, TermId y) { return store().le(x, y); }, "a comparison");
+    return binary(
+        a, b, [](TermId x, TermId y) { return store().le(x, y); }, "a comparison");
   case Py_GT:
-    return binary(a, b, [](TermId x, TermId y) { return store().lt(y, x); }, "a comparison");
+    return binary(
+        a, b, [](TermId x, TermId y) { return store().lt(y, x); }, "a comparison");
   case Py_GE:
-    return binary(a, b, [](TermId x, TermId y) { return store().le(y, x); }, "a comparison");
+    return binary(
+        a, b, [](TermId x, TermId y) { return store().le(y, x); }, "a comparison");
   default:
     Py_RETURN_NOTIMPLEMENTED; // == and != keep object identity
   }

@@ -144,7 +144,8 @@ bool Normalizer::positive(TermId t) {
     break;
   case Op::Add:
   case Op::Mul:
-    result = std::all_of(n.args.begin(), n.args.end(), [&](TermId a) { return positive(a); });
+    result =
+        std::all_of(n.args.begin(), n.args.end(), [&](TermId a) { return positive(a); });
     break;
   case Op::Inv:
     result = positive(n.args[0]);
@@ -220,7 +221,8 @@ Normalizer::Poly Normalizer::cancel_positive(Poly p) {
       for (const auto &[a, e] : q0) {
         while (j < s_mono.size() && s_mono[j].first < a)
           divides = false, ++j; // an atom of the sum's monomial that q0 lacks
-        std::uint32_t have = j < s_mono.size() && s_mono[j].first == a ? s_mono[j++].second : 0;
+        std::uint32_t have =
+            j < s_mono.size() && s_mono[j].first == a ? s_mono[j++].second : 0;
         if (have > e)
           divides = false;
         else if (e > have)

@@ -91,7 +91,8 @@ template <typename T> T fn_eval_in(Fn fn, T x) {
     const T k = std::sqrt(two / pi);
     T inner = k * (x + T(0.044715) * x * x * x);
     T t = std::tanh(inner);
-    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + 3 * T(0.044715) * x * x);
+    return T(0.5) * (T(1) + t) +
+           T(0.5) * x * (T(1) - t * t) * k * (T(1) + 3 * T(0.044715) * x * x);
   }
   }
   return static_cast<T>(NAN);
@@ -153,7 +154,7 @@ TermId TermStore::extended(Extended value) {
 
 namespace {
 Extended flip(Extended e) {
-  return e == Extended::NegInf ? Extended::PosInf
+  return e == Extended::NegInf   ? Extended::PosInf
          : e == Extended::PosInf ? Extended::NegInf
                                  : e;
 }

@@ -131,7 +131,9 @@ public:
     return is_extended(id) && extended_value(id) == Extended::Unmodelled;
   }
   // Concrete: a rational constant or an extended value PyTorch can hold.
-  bool is_concrete(TermId id) const { return is_const(id) || (is_extended(id) && !is_unmodelled(id)); }
+  bool is_concrete(TermId id) const {
+    return is_const(id) || (is_extended(id) && !is_unmodelled(id));
+  }
   std::size_t size() const { return nodes_.size(); }
 
   TermId zero() const { return zero_; }
@@ -148,7 +150,8 @@ private:
   std::optional<TermId> extended_lattice(bool is_max, TermId a, TermId b);
   std::optional<TermId> extended_app(Fn fn, TermId arg);
   bool infinite_value(TermId id) const {
-    return extended_value(id) == Extended::NegInf || extended_value(id) == Extended::PosInf;
+    return extended_value(id) == Extended::NegInf ||
+           extended_value(id) == Extended::PosInf;
   }
 
   struct NodeHash {

@@ -56,7 +56,8 @@ TEST(CliExtendedReals, InfinityTimesASymbolicValueIsCouldNotProve) {
 
 TEST(CliExtendedReals, AnUnshiftedSoftmaxIsAnOverflowHazardNotASilentProof) {
   // The vocabulary-parallel softmax exponentiates raw logits on every rank.
-  auto r = run_cli({"check", "tests/fixtures/vocab_parallel_softmax_normalizer/correct.py::entry",
+  auto r = run_cli({"check",
+                    "tests/fixtures/vocab_parallel_softmax_normalizer/correct.py::entry",
                     "--world", "2", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err; // a warning, and still proved
   auto doc = nlohmann::json::parse(r.out);
@@ -81,7 +82,8 @@ TEST(CliExtendedReals, AHazardOnlyTheDistributedCodeHasSaysTheReferenceShifts) {
   ASSERT_EQ(count(doc, "SP010"), 1) << r.out;
   for (const auto &f : doc["findings"]) {
     if (f["rule_id"] == "SP010") {
-      EXPECT_NE(f["message"].get<std::string>().find("reference shifts"), std::string::npos)
+      EXPECT_NE(f["message"].get<std::string>().find("reference shifts"),
+                std::string::npos)
           << f["message"];
     }
   }

@@ -198,8 +198,10 @@ TEST(EvaluationNeverInventsADifference, RoundingNoiseIsNoCounterexample) {
   TermStore s;
   TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
   TermId z = s.var("z", VarKind::Reference);
-  TermId noise = s.sub(s.mul(s.app(Fn::Exp, x), s.app(Fn::Exp, y)), s.app(Fn::Exp, s.add(x, y)));
-  TermId lhs = s.add(s.mul(noise, s.constant(mpq_class("1000000000000"))), s.app(Fn::Tanh, z));
+  TermId noise =
+      s.sub(s.mul(s.app(Fn::Exp, x), s.app(Fn::Exp, y)), s.app(Fn::Exp, s.add(x, y)));
+  TermId lhs =
+      s.add(s.mul(noise, s.constant(mpq_class("1000000000000"))), s.app(Fn::Tanh, z));
   Verdict v = prove(s, lhs, s.app(Fn::Tanh, z));
   EXPECT_NE(v.kind, Verdict::Kind::Refuted);
 }
