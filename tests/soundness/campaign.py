@@ -23,6 +23,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,12 +40,25 @@ SP_VERDICT = {0: "proved", 1: "refuted", 2: "error", 3: "unknown"}
 def shardproof_verdict(binary, path, timeout_s):
     """(verdict, detail): proved / refuted / unknown / error / timeout, with
     the rule ids found or the first reason an obligation could not be proved."""
+    command = [binary, "check", f"{path}::entry", "--world", "2", "--format", "json"]
+    for attempt in range(30):
+        try:
+            # A session of its own: on timeout its whole process group goes.
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, cwd=os.path.dirname(path),
+                                    start_new_session=True)
+            break
+        except OSError:  # the binary is being relinked: wait for it
+            time.sleep(10)
+    else:
+        return "error", f"cannot run {binary}"
     try:
-        proc = subprocess.run([binary, "check", f"{path}::entry", "--world", "2",
-                               "--format", "json"], capture_output=True, text=True,
-                              timeout=timeout_s, cwd=os.path.dirname(path))
+        stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return "timeout", f"over {timeout_s} s"
+    proc = subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
     verdict = SP_VERDICT.get(proc.returncode, f"exit {proc.returncode}")
     try:
         doc = json.loads(proc.stdout)
@@ -222,15 +236,18 @@ def main(argv):
     parser.add_argument("--save", help="directory for every disagreement")
     parser.add_argument("--log", help="JSON-lines file of every program's record")
     parser.add_argument("--report", help="write the markdown report here (docs/soundness.md)")
-    parser.add_argument("--from-log", help="write --report from an earlier run's --log "
-                        "instead of running (its programs, up to --seeds' end)")
+    parser.add_argument("--from-log", help="write --report from earlier runs' --log files "
+                        "(comma-separated) instead of running, for the programs in --seeds")
     parser.add_argument("--seconds", type=float, help="with --from-log: that run's duration")
     args = parser.parse_args(argv[1:])
     if args.from_log:
         first, last = map(int, args.seeds.split(":"))
-        with open(args.from_log) as f:
-            records = sorted((r for r in map(json.loads, f) if first <= r["seed"] < last),
-                             key=lambda r: r["seed"])
+        by_seed = {}  # several logs (a run resumed), the last record of a seed
+        for log_path in args.from_log.split(","):
+            with open(log_path) as f:
+                by_seed.update((r["seed"], r) for r in map(json.loads, f))
+        records = sorted((r for s, r in by_seed.items() if first <= s < last),
+                         key=lambda r: r["seed"])
         # The command of the run that wrote the log (the options but these two).
         run_args, rest = [], list(argv[1:])
         while rest:
