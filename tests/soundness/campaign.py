@@ -163,7 +163,7 @@ def table(records):
     return "\n".join(lines)
 
 
-def report(records, seconds, command, save_dir, planned=None):
+def report(records, seconds, command, save_dir, planned=None, note=None):
     outcomes = collections.Counter(r["outcome"] for r in records)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
@@ -188,6 +188,7 @@ def report(records, seconds, command, save_dir, planned=None):
            f"{outcomes['shardproof timeout']}",
            f"- Excluded, torch raises: {outcomes['torch error'] + outcomes['torch error, proved']}"
            f" (of which shardproof proved: {outcomes['torch error, proved']})",
+           *([f"- Note: {note}"] if note else []),
            "", "## Verdicts", "", table(records), ""]
     for title, kind in (("False proofs", "FALSE PROOF"), ("False alarms", "false alarm"),
                         ("Proved while torch raises", "torch error, proved"),
@@ -239,6 +240,7 @@ def main(argv):
     parser.add_argument("--from-log", help="write --report from earlier runs' --log files "
                         "(comma-separated) instead of running, for the programs in --seeds")
     parser.add_argument("--seconds", type=float, help="with --from-log: that run's duration")
+    parser.add_argument("--note", help="with --from-log: a line on how the run went")
     args = parser.parse_args(argv[1:])
     if args.from_log:
         first, last = map(int, args.seeds.split(":"))
@@ -252,7 +254,7 @@ def main(argv):
         run_args, rest = [], list(argv[1:])
         while rest:
             a = rest.pop(0)
-            if a in ("--from-log", "--seconds"):
+            if a in ("--from-log", "--seconds", "--note"):
                 rest.pop(0)  # and its value
             else:
                 run_args.append(a)
@@ -260,7 +262,8 @@ def main(argv):
             [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + run_args +
             ["--log", args.from_log])
         with open(args.report, "w") as f:
-            f.write(report(records, args.seconds or 0, command, args.save, last - first))
+            f.write(report(records, args.seconds or 0, command, args.save, last - first,
+                           args.note))
         return 0
     first, last = map(int, args.seeds.split(":"))
     import truth  # noqa: F401  (before the workers fork: they all run this code)
