@@ -11,7 +11,7 @@ and both verdicts under --save.
 
 CI (tests/CMakeLists.txt, soundness.campaign): a fixed seed range, fails on
 any false proof:
-  /usr/bin/python3 tests/soundness/campaign.py --seeds 0:300 --save DIR
+  /usr/bin/python3 tests/soundness/campaign.py --seeds 0:80 --save DIR
 The long run, which writes docs/soundness.md:
   /usr/bin/python3 tests/soundness/campaign.py --seeds 0:5000 \\
       --save build/soundness-disagreements --report docs/soundness.md
