@@ -806,3 +806,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         return _concrete(np.repeat(np.arange(len(counts)), counts), _dtypes.int64,
                          "repeat_interleave")
     return input.repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def __getattr__(name):
+    """A torch attribute normal lookup did not find: one real PyTorch has is
+    "not modelled" (could not prove if used); any other does not exist."""
+    from ._real_surface import NAMES
+    raise _tracing.missing_attribute("torch", name, NAMES["torch"])
