@@ -60,6 +60,21 @@ std::string verdict_word(Verdict::Kind kind) {
 }
 } // namespace
 
+namespace {
+// The proofs compare exact reals: reductions that ran in a 16-bit format
+// are said, so that "proved" never hides them (--reduce-dtype makes them
+// SP008 errors).
+void write_narrow_reductions(std::ostream &out, const TargetResult &r) {
+  if (!r.trace)
+    return;
+  for (const auto &[format, count] : r.trace->reduction_formats)
+    if (format == "float16" || format == "bfloat16")
+      out << fmt::format("  note: {} reduction{} ran in {}; the proofs are over the "
+                         "reals (--reduce-dtype float32 requires wider ones)\n",
+                         count, count == 1 ? "" : "s", format);
+}
+} // namespace
+
 void write_text(std::ostream &out, std::ostream &err,
                 const std::vector<TargetResult> &results) {
   for (const auto &r : results) {
@@ -94,6 +109,7 @@ void write_text(std::ostream &out, std::ostream &err,
     for (const auto &o : r.obligations)
       out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
                          o.verdict.method.empty() ? "" : " (" + o.verdict.method + ")");
+    write_narrow_reductions(out, r);
   }
 }
 
@@ -146,6 +162,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
       target["trace"] = {{"nodes", r.trace->nodes},
                          {"collectives", r.trace->collectives},
                          {"ops", r.trace->ops},
+                         {"reduction_formats", r.trace->reduction_formats},
                          {"opaque_values", r.trace->opaque_values}};
     targets.push_back(std::move(target));
   }

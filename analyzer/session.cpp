@@ -83,6 +83,9 @@ TraceSummary summarize(const terms::TermStore &store, const ir::Trace &trace) {
   TraceSummary summary;
   summary.nodes = trace.nodes.size();
   summary.collectives = trace.collectives.size();
+  for (const ir::Collective &c : trace.collectives)
+    if (ir::is_reduction(c.kind))
+      ++summary.reduction_formats[std::string(ir::dtype_name(c.dtype))];
   std::vector<terms::TermId> elements;
   for (const ir::Node &node : trace.nodes) {
     ++summary.ops[node.op];

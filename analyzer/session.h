@@ -39,6 +39,9 @@ struct SessionOptions {
 // values its nodes hold, as "name (file:line)".
 struct TraceSummary {
   std::map<std::string, int> ops;
+  // Reductions by the float format they ran in: the proofs are over the
+  // reals, so a 16-bit one is said, not hidden behind "proved".
+  std::map<std::string, int> reduction_formats;
   std::size_t nodes = 0, collectives = 0;
   std::vector<std::string> opaque_values;
 };

@@ -66,11 +66,6 @@ std::set<ir::DType> source_formats(const ir::Trace &trace, ir::NodeId payload) {
   return formats;
 }
 
-bool is_reduction(ir::CollectiveKind kind) {
-  return kind == ir::CollectiveKind::AllReduce ||
-         kind == ir::CollectiveKind::ReduceScatter || kind == ir::CollectiveKind::Reduce;
-}
-
 class CommDtypeCheck final : public Check {
 public:
   explicit CommDtypeCheck(std::optional<ir::DType> reduce_dtype)
@@ -112,7 +107,7 @@ private:
                 : "a different 16-bit format with a different range (fp16 "
                   "overflows at 65504, where bf16 does not)");
     }
-    if (reduce_dtype_ && is_reduction(c.kind) && is_float(c.dtype) &&
+    if (reduce_dtype_ && ir::is_reduction(c.kind) && is_float(c.dtype) &&
         bits(c.dtype) < bits(*reduce_dtype_))
       return fmt::format("{} reduces in {} but the configuration asks for reductions "
                          "in {}",

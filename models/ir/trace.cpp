@@ -83,6 +83,11 @@ OpCategory category_from_name(std::string_view name) {
   return value_of(kCategories, name).value_or(OpCategory::Other);
 }
 std::string_view collective_name(CollectiveKind k) { return name_of(kCollectives, k); }
+
+bool is_reduction(CollectiveKind k) {
+  return k == CollectiveKind::AllReduce || k == CollectiveKind::ReduceScatter ||
+         k == CollectiveKind::Reduce;
+}
 std::optional<CollectiveKind> collective_from_name(std::string_view name) {
   return value_of(kCollectives, name);
 }

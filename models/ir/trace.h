@@ -69,6 +69,8 @@ enum class CollectiveKind {
   Scatter, // only the root sends: chunk i of its input to member i
 };
 std::string_view collective_name(CollectiveKind kind);
+// Whether the collective reduces its members' values (sum, average, ...).
+bool is_reduction(CollectiveKind kind);
 std::optional<CollectiveKind> collective_from_name(std::string_view name);
 
 enum class ReduceOp { Sum, Avg, Max, Min, Product };

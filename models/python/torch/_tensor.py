@@ -1108,7 +1108,7 @@ class Tensor:
         if not sorted and int(k) > 1:
             _tracing.unmodelled("topk(sorted=False) (the order of the picked elements "
                                 "is unspecified)")
-        if _has_ties(np.take_along_axis(keys, order, axis=d), d, at=int(k)):
+        if _tie_at(np.take_along_axis(keys, order, axis=d), d, int(k)):
             _tracing.unmodelled("topk where equal keys straddle the k-th place "
                                 "(PyTorch may pick either)")
         picked = np.take(order, np.arange(int(k)), axis=d)
@@ -1616,17 +1616,18 @@ def _first_along(hit, axis):
     return np.moveaxis(hit, 0, axis)
 
 
-def _has_ties(keys, dim, at=None):
-    """Whether equal keys sit next to each other along `dim` of sorted keys
-    (`at`: only between places at-1 and at)."""
-    ordered = np.sort(keys, axis=dim)
-    n = ordered.shape[dim]
-    if at is not None:
-        if at >= n:
-            return False
-        return _py_bool(np.any(np.take(ordered, at - 1, axis=dim) ==
-                               np.take(ordered, at, axis=dim)))
-    return _py_bool(np.any(np.diff(ordered, axis=dim) == 0))
+def _has_ties(keys, dim):
+    """Whether two keys along `dim` are equal."""
+    return _py_bool(np.any(np.diff(np.sort(keys, axis=dim), axis=dim) == 0))
+
+
+def _tie_at(ordered, dim, at):
+    """Whether the keys at places at-1 and at of `ordered` (already in the
+    order picked, largest or smallest first) are equal."""
+    if at <= 0 or at >= ordered.shape[dim]:
+        return False
+    return _py_bool(np.any(np.take(ordered, at - 1, axis=dim) ==
+                           np.take(ordered, at, axis=dim)))
 
 
 class _ValuesIndices(tuple):
