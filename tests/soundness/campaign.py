@@ -37,10 +37,12 @@ import generate  # noqa: E402
 SP_VERDICT = {0: "proved", 1: "refuted", 2: "error", 3: "unknown"}
 
 
-def shardproof_verdict(binary, path, timeout_s):
+def shardproof_verdict(binary, path, timeout_s, proof_s=None):
     """(verdict, detail): proved / refuted / unknown / error / timeout, with
     the rule ids found or the first reason an obligation could not be proved."""
     command = [binary, "check", f"{path}::entry", "--world", "2", "--format", "json"]
+    if proof_s is not None:
+        command += ["--timeout", str(proof_s)]
     for attempt in range(30):
         try:
             # A session of its own: on timeout its whole process group goes.
@@ -102,13 +104,13 @@ def _init_worker():
 
 def check(args):
     """One program end to end: its record."""
-    seed, binary, timeout_s = args
+    seed, binary, timeout_s, proof_s = args
     import truth
     path = generate.write(seed, _worker_dir)
     start = time.time()
     t_verdict, t_detail = truth.verdict(path)
     t_truth = time.time() - start
-    sp, sp_detail = shardproof_verdict(binary, path, timeout_s)
+    sp, sp_detail = shardproof_verdict(binary, path, timeout_s, proof_s)
     with open(path[:-3] + ".json") as f:
         sidecar = json.load(f)
     record = dict(seed=seed, truth=t_verdict, truth_detail=t_detail, shardproof=sp,
@@ -130,11 +132,11 @@ def save(record, save_dir):
         json.dump({k: v for k, v in record.items() if k != "path"}, f, indent=1)
 
 
-def campaign(seeds, binary, timeout_s, workers, save_dir, log, progress=None):
+def campaign(seeds, binary, timeout_s, proof_s, workers, save_dir, log, progress=None):
     records = []
     with mp.get_context("fork").Pool(workers, initializer=_init_worker,
                                       maxtasksperchild=500) as pool:
-        for record in pool.imap_unordered(check, [(s, binary, timeout_s) for s in seeds]):
+        for record in pool.imap_unordered(check, [(s, binary, timeout_s, proof_s) for s in seeds]):
             records.append(record)
             if save_dir and (record["outcome"] in SAVED or record["outcome"].startswith("shardproof")):
                 save(record, save_dir)
@@ -233,6 +235,9 @@ def main(argv):
     parser.add_argument("--seeds", default="0:300", help="A:B, the half-open seed range")
     parser.add_argument("--shardproof", default=os.path.join(ROOT, "build", "shardproof"))
     parser.add_argument("--timeout", type=float, default=60, help="seconds per program")
+    parser.add_argument("--proof-timeout", type=float,
+                        help="shardproof's --timeout (seconds per obligation; its default "
+                        "unless given)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--save", help="directory for every disagreement")
     parser.add_argument("--log", help="JSON-lines file of every program's record")
@@ -278,7 +283,7 @@ def main(argv):
 
     progress = (lambda records: write_report(records, last - first)) if args.report else None
     records = campaign(range(first, last), os.path.abspath(args.shardproof), args.timeout,
-                       args.workers, args.save, log, progress)
+                       args.proof_timeout, args.workers, args.save, log, progress)
     seconds = time.time() - start
     print(table(records))
     outcomes = collections.Counter(r["outcome"] for r in records)

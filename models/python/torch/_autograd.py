@@ -344,7 +344,17 @@ def _accumulate_leaf(leaf, g):
             replaced = hook((g,))
             if replaced is not None:
                 g = replaced[0]
-    leaf.grad = g if leaf.grad is None else leaf.grad + g
+    if leaf.grad is None:
+        # PyTorch steals the gradient when nothing else holds it and clones
+        # it otherwise: either way, a storage of its own.
+        leaf.grad = g if GradMode.enabled else \
+            _tensor_type()(g._a.copy(), g.dtype, g._node)
+    elif GradMode.enabled:  # create_graph: a new tensor
+        leaf.grad = leaf.grad + g
+    else:
+        # AccumulateGrad adds in place: a .grad that is a view of a flat
+        # buffer (DDP's buckets, Megatron's main_grad) fills the buffer.
+        leaf.grad.add_(g)
     for hook in list(getattr(leaf, "_post_accumulate_hooks", ())):
         hook(leaf)
     if node is not None:

@@ -1327,7 +1327,9 @@ class Tensor:
         if base is not None:
             # The base's own value changed too: its IR node says where from
             # (a bucket filled slice by slice, then reduced).
-            base._inplace("copy_slices", result)
+            base._inplace("copy_slices", result, writer=self)
+        else:
+            self._retake_view_nodes()
         if not _autograd.GradMode.enabled:
             # As in PyTorch, a write under no_grad (an optimizer step, a
             # custom Function's forward editing its input) leaves the
@@ -1371,20 +1373,38 @@ class Tensor:
         return result.to(self.dtype)
 
     def _written_by(self, node):
-        """After an op outside autograd wrote this tensor's storage (an
-        in-place collective): its new IR node and version, and its base's."""
+        """After a collective wrote this tensor's storage in place: its new
+        IR node, its base's and every other view's. c10d writes do not bump
+        the version counter (PyTorch's ProcessGroup ops have no
+        ADInplaceOrView kernel): a saved tensor a collective overwrote is
+        read, overwritten, by the backward, silently, as in PyTorch."""
         self._node = node
-        self._bump_version()
         base = getattr(self, "_base", None)
         if base is not None:
-            base._inplace("copy_slices", self)
+            base._inplace("copy_slices", self, writer=self, bump=False)
+        else:
+            self._retake_view_nodes()
 
-    def _inplace(self, op, *inputs):
+    def _inplace(self, op, *inputs, writer=None, bump=True):
         """Records the current storage as a new value of this tensor (used
-        after a write autograd does not see, such as a collective)."""
-        self._bump_version()
+        after a write autograd does not see, through `writer`, a view)."""
+        if bump:
+            self._bump_version()
         self._node = record(self._a, self.dtype, op, "elementwise", (self,) + inputs)._node
+        self._retake_view_nodes(skip=writer)
         return self
+
+    def _retake_view_nodes(self, skip=None):
+        """After a write into this tensor's storage that autograd does not
+        see: every live view (but the one written through) reads the new
+        value, so its IR node is re-taken from this tensor's."""
+        views = self.__dict__.get("_views", {})
+        for key, ref in list(views.items()):
+            view = ref()
+            if view is None:
+                del views[key]
+            elif view is not skip and getattr(view, "_view_fn", None) is not None:
+                view._node = record(view._a, view.dtype, "view", "view", (self,))._node
 
     @_tracing.no_effect(non_blocking="copies are synchronous here")
     def copy_(self, src, non_blocking=False):
