@@ -1,15 +1,19 @@
 // The fixture corpus, clang-tidy style: every correct.py is proved and every
 // buggy.py refuted, each error finding on a line marked `# expect: SPxxx`,
 // at world sizes 2 and 4. A buggy fixture reported proved fails loudly.
+// The whole text report of each is pinned too, ruff style: a snapshot under
+// tests/snapshots/ (SHARDPROOF_UPDATE_SNAPSHOTS=1 rewrites them).
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 using shardproof::testing::run_cli;
 using shardproof::testing::source_path;
@@ -59,6 +63,19 @@ std::set<std::pair<std::string, int>> expectations(const std::string &file, int 
     }
   return out;
 }
+// tests/snapshots/PAIR/STEM.wN.txt for tests/fixtures/PAIR/STEM.py.
+std::string snapshot_path(const std::string &file, int world) {
+  std::filesystem::path fixture =
+      std::filesystem::path(file).lexically_relative("tests/fixtures");
+  return "tests/snapshots/" + (fixture.parent_path() / fixture.stem()).string() + ".w" +
+         std::to_string(world) + ".txt";
+}
+
+// The report without what changes from run to run (the seconds taken).
+std::string stable_report(const std::string &report) {
+  static const std::regex seconds("; [0-9]+\\.[0-9]+ s\\)");
+  return std::regex_replace(report, seconds, "; N s)");
+}
 } // namespace
 
 class Fixtures : public ::testing::TestWithParam<FixtureCase> {};
@@ -83,6 +100,27 @@ TEST_P(Fixtures, VerdictAndFindingsMatchInlineExpectations) {
     EXPECT_EQ(doc["verdict"], "proved") << r.out;
     EXPECT_EQ(r.exit_code, 0);
   }
+}
+
+TEST_P(Fixtures, FullReportMatchesSnapshot) {
+  const auto &[file, world] = GetParam();
+  auto r = run_cli({"check", file + "::entry", "--world", std::to_string(world)});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  std::string report = stable_report(r.out);
+  std::string path = source_path(snapshot_path(file, world));
+  if (std::getenv("SHARDPROOF_UPDATE_SNAPSHOTS")) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << report;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "no snapshot " << snapshot_path(file, world)
+                  << ": run with SHARDPROOF_UPDATE_SNAPSHOTS=1";
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_EQ(committed.str(), report)
+      << snapshot_path(file, world)
+      << " differs: if the new report is right, rerun with SHARDPROOF_UPDATE_SNAPSHOTS=1";
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Fixtures, ::testing::ValuesIn(discover()),
