@@ -1,6 +1,6 @@
 #include "analyzer/session.h"
 
-#include "frontend/python/linker.h"
+#include "models/ir/linker.h"
 #include "models/terms/term_store.h"
 
 #include <fmt/format.h>
@@ -123,7 +123,7 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
       trace_rank(r, ranks[r], known[r]);
     if (!failure && pass == 1)
       return ranks; // nothing ran with known results: nothing to check
-    frontend::LinkedProgram program(store, reference, ranks);
+    ir::LinkedProgram program(store, reference, ranks);
     bool learned = false, consistent = true;
     for (int r = 0; r < world; ++r)
       for (const ir::Collective &call : ranks[r].collectives) {
@@ -189,7 +189,7 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     }
   } else {
     result.trace = summarize(store, ranks[0]);
-    frontend::LinkedProgram program(store, reference, ranks);
+    ir::LinkedProgram program(store, reference, ranks);
     checkers::CheckContext context{store, program, options.prover,
                                    {},    {},      checkers::Lemmas(store)};
     for (auto &check : checkers::make_checks(options.checks))

@@ -6,7 +6,7 @@
 #include "checkers/lemmas.h"
 #include "checkers/prover/prover.h"
 #include "checkers/rules.h"
-#include "frontend/python/linker.h"
+#include "models/ir/linker.h"
 
 #include <map>
 #include <memory>
@@ -30,7 +30,7 @@ struct RandomDivergence {
 
 struct CheckContext {
   terms::TermStore &store;
-  frontend::LinkedProgram &program;
+  ir::LinkedProgram &program;
   const prover::ProverOptions &options;
   std::vector<Finding> findings;
   std::vector<ObligationResult> obligations;

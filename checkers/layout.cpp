@@ -1,7 +1,7 @@
 #include "checkers/layout.h"
 
 #include "checkers/prover/prover.h"
-#include "frontend/python/linker.h"
+#include "models/ir/linker.h"
 
 #include "models/terms/evaluate.h"
 
@@ -226,9 +226,9 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
         std::size_t local = i; // first to the whole of the second dim
         if (layout.second_dim >= 0)
-          local = frontend::shard_to_reference_index(
+          local = ir::shard_to_reference_index(
               value.rank_shapes[r], layout.second_dim, 1, second_shard, second_count, i);
-        std::size_t ref = frontend::shard_to_reference_index(
+        std::size_t ref = ir::shard_to_reference_index(
             shape, layout.dim, layout.stride, shard, count, local);
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference.at(ref)); // a forced layout may not fit
@@ -251,7 +251,7 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       for (std::size_t i = 0; i < value.ranks.at(first).size(); ++i) {
         std::size_t ref = i;
         if (layout.dim >= 0)
-          ref = frontend::shard_to_reference_index(value.rank_shapes[first], layout.dim,
+          ref = ir::shard_to_reference_index(value.rank_shapes[first], layout.dim,
                                                    layout.stride, shard, count, i);
         TermId sum = store.zero();
         for (int r : group)

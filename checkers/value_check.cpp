@@ -258,7 +258,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
 }
 } // namespace
 
-AxisGroups axis_groups(const frontend::LinkedProgram &program) {
+AxisGroups axis_groups(const ir::LinkedProgram &program) {
   AxisGroups out;
   auto add = [&](Layout::Over over, std::vector<int> ir::Trace::*group_of) {
     std::set<std::vector<int>> groups;
@@ -274,7 +274,7 @@ AxisGroups axis_groups(const frontend::LinkedProgram &program) {
 }
 
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
-                                            frontend::LinkedProgram &program,
+                                            ir::LinkedProgram &program,
                                             int home_rank, ir::NodeId start_node,
                                             const Layout &value_layout) {
   const ir::Trace &ref = program.reference();
@@ -523,7 +523,7 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
   return value;
 }
 
-std::vector<int> all_ranks(const frontend::LinkedProgram &program) {
+std::vector<int> all_ranks(const ir::LinkedProgram &program) {
   std::vector<int> ranks(program.world());
   std::iota(ranks.begin(), ranks.end(), 0);
   return ranks;

@@ -43,7 +43,7 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
                                        const std::vector<int> &members);
 
 // 0, 1, ..., world - 1.
-std::vector<int> all_ranks(const frontend::LinkedProgram &program);
+std::vector<int> all_ranks(const ir::LinkedProgram &program);
 
 // Where a wrong value first went wrong: walking back from the home rank's node, the
 // operation that produced a partial sum which is never reduced, or else the
@@ -58,13 +58,13 @@ struct Divergence {
 // `value_layout` is the layout of the value itself, used when its node has
 // no counterpart in the reference run.
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
-                                            frontend::LinkedProgram &program,
+                                            ir::LinkedProgram &program,
                                             int home_rank, ir::NodeId start_node,
                                             const Layout &value_layout);
 
 // The entry's tensor- and data-parallel groups, when smaller than the world.
 using AxisGroups = std::map<Layout::Over, std::vector<std::vector<int>>>;
-AxisGroups axis_groups(const frontend::LinkedProgram &program);
+AxisGroups axis_groups(const ir::LinkedProgram &program);
 
 const ir::Output *find_output(const ir::Trace &trace, const std::string &path);
 

@@ -188,6 +188,9 @@ def report(records, seconds, command, save_dir, planned=None, note=None):
            f"- Could not prove: {outcomes['unknown']}",
            f"- shardproof errors (exit 2) / timeouts: {outcomes['shardproof error']} / "
            f"{outcomes['shardproof timeout']}",
+           f"- Judged over the reals (a bf16 run that differs from its world-1 run by "
+           f"rounding only, reconciling with bf16 computed in float64): "
+           f"{sum(r['truth_detail'].startswith('over the reals') for r in records)}",
            f"- Excluded, torch raises: {outcomes['torch error'] + outcomes['torch error, proved']}"
            f" (of which shardproof proved: {outcomes['torch error, proved']})",
            *([f"- Note: {note}"] if note else []),

@@ -17,6 +17,7 @@ identity, mismatched collectives across a group are a hang.
 
 verdict(path, world) -> ("reconciles" | "mismatch" | "error", detail)
 """
+import contextlib
 import os
 import sys
 import threading
@@ -330,9 +331,28 @@ def run(path, world, workdir, reference_file=None):
 
 def verdict(path, world=2, workdir=None):
     """("reconciles" | "mismatch" | "error", detail), as check_pairs judges a
-    run against the program's own world-1 reference."""
+    run against the program's own world-1 reference. A bf16 program that
+    does not reconcile is judged again over (nearly) the reals: where it
+    reconciles with bf16 computed in float64, its distributed and
+    single-device runs differ by bf16 rounding only (another summation
+    order), which a proof over the reals rightly ignores. fp16 stays fp16:
+    a bf16 value narrowed to fp16 still overflows there."""
     torch.set_num_threads(1)
     workdir = workdir or os.path.dirname(os.path.abspath(path))
+    native = _judge(path, world, workdir)
+    if native[0] != "mismatch" or native[1].startswith("hang") or \
+            "bfloat16" not in open(path).read():
+        return native
+    with _bf16_as_float64():
+        exact = _judge(path, world, workdir, compare=False)
+    if exact[0] == "runs" and check_pairs.step_reconciles(*exact[1]):
+        return "reconciles", f"over the reals (the bf16 run differs by rounding: {native[1]})"
+    return native
+
+
+def _judge(path, world, workdir, compare=True):
+    """verdict() of the program as it is; with compare=False, ("runs",
+    (reference, ranks)) for the caller to compare."""
     try:
         reference, reference_files = run(path, 1, workdir)
     except BaseException as e:  # noqa: B902 (a hang at world 1 is an error too)
@@ -343,9 +363,25 @@ def verdict(path, world=2, workdir=None):
         return "mismatch", f"hang: {e}"
     except BaseException as e:  # noqa: B902
         return "error", f"world {world}: {e}"
+    if not compare:
+        return "runs", (reference[0], ranks)
     if check_pairs.step_reconciles(reference[0], ranks):
         return "reconciles", ""
     return "mismatch", _first_difference(reference[0], ranks)
+
+
+@contextlib.contextmanager
+def _bf16_as_float64():
+    """torch.bfloat16 (the dtype and the Tensor method) and Tensor.float()
+    are float64 while the program runs; compared afterwards, at float32's
+    tolerance."""
+    saved = torch.bfloat16, torch.Tensor.bfloat16, torch.Tensor.float
+    torch.bfloat16 = torch.float64
+    torch.Tensor.bfloat16 = torch.Tensor.float = torch.Tensor.double
+    try:
+        yield
+    finally:
+        torch.bfloat16, torch.Tensor.bfloat16, torch.Tensor.float = saved
 
 
 def _first_difference(reference, ranks):

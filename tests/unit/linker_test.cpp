@@ -1,8 +1,8 @@
-#include "frontend/python/linker.h"
+#include "models/ir/linker.h"
 
 #include <gtest/gtest.h>
 
-using shardproof::frontend::shard_to_reference_index;
+using shardproof::ir::shard_to_reference_index;
 
 TEST(ShardIndex, ContiguousShardsAlongRows) {
   // reference [4, 3], two ranks, dim 0: rank 1 holds rows 2..3

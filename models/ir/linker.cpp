@@ -1,4 +1,4 @@
-#include "frontend/python/linker.h"
+#include "models/ir/linker.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +7,7 @@
 #include <map>
 #include <unordered_map>
 
-namespace shardproof::frontend {
+namespace shardproof::ir {
 
 using terms::TermId;
 
@@ -360,4 +360,4 @@ std::vector<TermId> LinkedProgram::linked(int rank, std::span<const TermId> term
   return out;
 }
 
-} // namespace shardproof::frontend
+} // namespace shardproof::ir

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace shardproof::frontend {
+namespace shardproof::ir {
 
 // Collective sequences that do not match across a group: on hardware, a hang.
 struct CollectiveMismatch {
@@ -65,4 +65,4 @@ private:
 std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
                                      int shard, int count, std::size_t local);
 
-} // namespace shardproof::frontend
+} // namespace shardproof::ir
