@@ -42,10 +42,16 @@ bool carries_values(const ir::Node &node) {
   return node.category == ir::OpCategory::View || movers.count(node.op) > 0;
 }
 
-// The float formats of the values a payload was made from, found back
-// through value-carrying ops (the payload itself excluded).
-std::set<ir::DType> source_formats(const ir::Trace &trace, ir::NodeId payload) {
-  std::set<ir::DType> formats;
+// Where a payload's values changed format on their way to the collective:
+// the op that wrote them in its format and the format they had before,
+// found back through value-carrying ops (the payload itself included).
+struct Narrowing {
+  ir::DType from;
+  const ir::Node *at;
+};
+
+std::vector<Narrowing> narrowings(const ir::Trace &trace, ir::NodeId payload) {
+  std::vector<Narrowing> found;
   std::set<ir::NodeId> seen = {payload};
   std::vector<ir::NodeId> stack = {payload};
   while (!stack.empty()) {
@@ -54,16 +60,28 @@ std::set<ir::DType> source_formats(const ir::Trace &trace, ir::NodeId payload) {
     if (!carries_values(node))
       continue;
     for (ir::NodeId input : node.inputs) {
-      if (!seen.insert(input).second)
-        continue;
       const ir::Node &from = trace.node(input);
       if (from.op == "fill_" || from.category == ir::OpCategory::Leaf)
         continue; // an empty buffer's old contents are overwritten, not carried
-      formats.insert(from.dtype);
-      stack.push_back(input);
+      if (is_float(from.dtype) && from.dtype != node.dtype)
+        found.push_back({from.dtype, &node});
+      if (seen.insert(input).second)
+        stack.push_back(input);
     }
   }
-  return formats;
+  return found;
+}
+
+// The single-device run narrows there too (a model that computes in fp32
+// and keeps bf16 activations): the format is the model's, not the
+// communication's.
+bool reference_narrows_too(const ir::Trace &reference, const Narrowing &n) {
+  for (const ir::Node &node : reference.nodes)
+    if (node.loc == n.at->loc && node.op == n.at->op && node.dtype == n.at->dtype)
+      for (ir::NodeId input : node.inputs)
+        if (reference.node(input).dtype == n.from)
+          return true;
+  return false;
 }
 
 class CommDtypeCheck final : public Check {
@@ -78,7 +96,7 @@ public:
     for (int r = 0; r < context.program.world(); ++r) {
       const ir::Trace &trace = context.program.rank(r);
       for (const ir::Collective &c : trace.collectives) {
-        auto message = problem(trace, c);
+        auto message = problem(context.program.reference(), trace, c);
         if (message && reported.insert({c.loc.file, c.loc.line}).second)
           context.findings.push_back(Finding::of("SP008", c.loc, *message));
       }
@@ -86,7 +104,7 @@ public:
   }
 
 private:
-  std::optional<std::string> problem(const ir::Trace &trace,
+  std::optional<std::string> problem(const ir::Trace &reference, const ir::Trace &trace,
                                      const ir::Collective &c) const {
     const ir::Node &node = trace.node(c.node);
     const std::string_view kind = ir::collective_name(c.kind);
@@ -94,16 +112,20 @@ private:
       // The formats of the values the payload stands for: the widest
       // narrower one, or another 16-bit format, is the problem.
       std::optional<ir::DType> from;
-      for (ir::DType d : source_formats(trace, node.inputs[0]))
-        if (is_float(d) && d != c.dtype && bits(c.dtype) <= bits(d) &&
-            (!from || bits(d) > bits(*from)))
+      for (const Narrowing &n : narrowings(trace, node.inputs[0])) {
+        ir::DType d = n.from;
+        if (d != c.dtype && bits(c.dtype) <= bits(d) && (!from || bits(d) > bits(*from)) &&
+            !reference_narrows_too(reference, n))
           from = d;
+      }
       if (from)
         return fmt::format(
             "{} carries {} values cast from {}: {}", kind, ir::dtype_name(c.dtype),
             ir::dtype_name(*from),
             bits(c.dtype) < bits(*from)
-                ? "the reduction loses the precision the values had"
+                ? (ir::is_reduction(c.kind)
+                       ? "the reduction loses the precision the values had"
+                       : "the values lose the precision they had")
                 : "a different 16-bit format with a different range (fp16 "
                   "overflows at 65504, where bf16 does not)");
     }
