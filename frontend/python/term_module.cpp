@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 namespace shardproof::frontend {
@@ -24,6 +25,26 @@ struct TermObject {
 extern PyTypeObject TermType;
 
 terms::TermStore &store() { return *g_context->store; }
+
+// A term used or a recording made with no trace recording (a value kept past
+// its rank's run, or computed by the driver itself) is a Python error, never
+// a dereference of a store that is gone.
+template <auto Fn> struct InTrace;
+template <typename R, typename... A, R (*Fn)(A...)> struct InTrace<Fn> {
+  static R call(A... args) {
+    if (!g_context) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "shardproof: a symbolic value was used, or a tensor op recorded, "
+                      "outside a traced run");
+      if constexpr (std::is_pointer_v<R>)
+        return nullptr;
+      else
+        return -1;
+    }
+    return Fn(args...);
+  }
+};
+template <auto Fn> constexpr auto in_trace = &InTrace<Fn>::call;
 
 PyObject *wrap(TermId id) {
   auto *obj = PyObject_New(TermObject, &TermType);
@@ -272,24 +293,24 @@ PyObject *term_get_is_const(PyObject *a, void *) {
 
 PyNumberMethods term_number = [] {
   PyNumberMethods m{};
-  m.nb_add = term_add;
-  m.nb_subtract = term_sub;
-  m.nb_multiply = term_mul;
-  m.nb_true_divide = term_div;
-  m.nb_negative = term_neg;
-  m.nb_positive = term_pos;
-  m.nb_absolute = term_abs;
-  m.nb_power = term_pow;
-  m.nb_bool = term_bool;
-  m.nb_float = term_float;
-  m.nb_index = term_index;
-  m.nb_int = term_index;
+  m.nb_add = in_trace<term_add>;
+  m.nb_subtract = in_trace<term_sub>;
+  m.nb_multiply = in_trace<term_mul>;
+  m.nb_true_divide = in_trace<term_div>;
+  m.nb_negative = in_trace<term_neg>;
+  m.nb_positive = in_trace<term_pos>;
+  m.nb_absolute = in_trace<term_abs>;
+  m.nb_power = in_trace<term_pow>;
+  m.nb_bool = in_trace<term_bool>;
+  m.nb_float = in_trace<term_float>;
+  m.nb_index = in_trace<term_index>;
+  m.nb_int = in_trace<term_index>;
   return m;
 }();
 
 PyGetSetDef term_getset[] = {
     {"id", term_get_id, nullptr, nullptr, nullptr},
-    {"is_const", term_get_is_const, nullptr, nullptr, nullptr},
+    {"is_const", in_trace<term_get_is_const>, nullptr, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -301,9 +322,9 @@ PyTypeObject TermType = [] {
   t.tp_flags = Py_TPFLAGS_DEFAULT;
   t.tp_doc = "A symbolic real: one element of a symbolic tensor.";
   t.tp_as_number = &term_number;
-  t.tp_richcompare = term_richcompare;
+  t.tp_richcompare = in_trace<term_richcompare>;
   t.tp_hash = term_hash;
-  t.tp_repr = term_repr;
+  t.tp_repr = in_trace<term_repr>;
   t.tp_getset = term_getset;
   return t;
 }();
@@ -658,28 +679,28 @@ PyObject *py_take_symbolic_stops(PyObject *, PyObject *) {
 PyMethodDef module_methods[] = {
     {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
-    {"evaluate", py_evaluate, METH_VARARGS, "evaluate(terms, vars, values) -> floats"},
-    {"var", py_var, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
-    {"placeholder", py_placeholder, METH_VARARGS,
+    {"evaluate", in_trace<py_evaluate>, METH_VARARGS, "evaluate(terms, vars, values) -> floats"},
+    {"var", in_trace<py_var>, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
+    {"placeholder", in_trace<py_placeholder>, METH_VARARGS,
      "a collective result, resolved at link time"},
-    {"opaque", py_opaque, METH_VARARGS, "a value shardproof does not model"},
-    {"rename", py_rename, METH_VARARGS, "rename(term, name): the name reports use"},
-    {"apply", py_apply, METH_VARARGS, "apply(fn, x): a nonlinear function"},
-    {"where", py_where, METH_VARARGS, "where(cond, a, b)"},
-    {"maximum", py_lattice<true>, METH_VARARGS, "maximum(a, b)"},
-    {"minimum", py_lattice<false>, METH_VARARGS, "minimum(a, b)"},
-    {"record_node", py_record_node, METH_VARARGS, "record one IR node"},
-    {"record_leaf", py_record_leaf, METH_VARARGS, "record a parameter or input"},
-    {"record_module_call", py_record_module_call, METH_VARARGS,
+    {"opaque", in_trace<py_opaque>, METH_VARARGS, "a value shardproof does not model"},
+    {"rename", in_trace<py_rename>, METH_VARARGS, "rename(term, name): the name reports use"},
+    {"apply", in_trace<py_apply>, METH_VARARGS, "apply(fn, x): a nonlinear function"},
+    {"where", in_trace<py_where>, METH_VARARGS, "where(cond, a, b)"},
+    {"maximum", in_trace<py_lattice<true>>, METH_VARARGS, "maximum(a, b)"},
+    {"minimum", in_trace<py_lattice<false>>, METH_VARARGS, "minimum(a, b)"},
+    {"record_node", in_trace<py_record_node>, METH_VARARGS, "record one IR node"},
+    {"record_leaf", in_trace<py_record_leaf>, METH_VARARGS, "record a parameter or input"},
+    {"record_module_call", in_trace<py_record_module_call>, METH_VARARGS,
      "record a module's inputs and outputs; returns the call's index"},
-    {"record_module_gradient", py_record_module_gradient, METH_VARARGS,
+    {"record_module_gradient", in_trace<py_record_module_gradient>, METH_VARARGS,
      "record the gradient a module's output received"},
-    {"record_parallel_group", py_record_parallel_group, METH_VARARGS,
+    {"record_parallel_group", in_trace<py_record_parallel_group>, METH_VARARGS,
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
-    {"record_collective", py_record_collective, METH_VARARGS, "record a collective call"},
-    {"known_collective", py_known_collective, METH_VARARGS,
+    {"record_collective", in_trace<py_record_collective>, METH_VARARGS, "record a collective call"},
+    {"known_collective", in_trace<py_known_collective>, METH_VARARGS,
      "the constants an earlier pass linked a collective (group, sequence) to, or None"},
-    {"record_output", py_record_output, METH_VARARGS, "record an entry output"},
+    {"record_output", in_trace<py_record_output>, METH_VARARGS, "record an entry output"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <Python.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -14,4 +17,26 @@ TEST(StandInTorch, OpsAndGradientsMatchRealPyTorch) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "real PyTorch could not run the cases";
   EXPECT_EQ(shardproof::frontend::run_python_script(dir + "standin_check.py", {json}), 0)
       << "see the FAIL lines above";
+}
+
+// A stand-in tensor used when no trace is recording (a value kept past its
+// run, a finalizer): a Python RuntimeError, not a dereference of a store
+// that is gone (this was a SIGSEGV).
+TEST(StandInTorch, UseOutsideATracedRunIsAPythonError) {
+  std::string script = testing::TempDir() + "keep_tensor.py";
+  {
+    FILE *f = std::fopen(script.c_str(), "w");
+    std::fputs("import builtins, torch\nbuiltins.KEPT = torch.ones(2)\n", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(shardproof::frontend::run_python_script(script, {}), 0);
+  // The script's recording context has ended; the tensor lives on.
+  EXPECT_EQ(PyRun_SimpleString("import builtins\n"
+                               "try:\n"
+                               "    builtins.KEPT * 3\n"
+                               "except RuntimeError as e:\n"
+                               "    assert 'outside a traced run' in str(e), str(e)\n"
+                               "else:\n"
+                               "    raise AssertionError('no error')\n"),
+            0);
 }
