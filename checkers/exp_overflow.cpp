@@ -212,8 +212,9 @@ public:
     for (Run &run : runs)
       find_unbounded(context, bounds, run);
 
-    // Where each exp was made: the node holding it as an element (its exp,
-    // or softmax's); else, for an exp inside a composite (logsumexp), the
+    // Where each exp was made: the node that holds it as an element and
+    // did not get it from an input (its exp, or softmax's; not the casts,
+    // copies and gathers it travels through after); else, for an exp inside a composite (logsumexp), the
     // first node reaching it that is no collective (another rank's exp only
     // travels through those).
     std::map<Key, Site> sites;
@@ -230,9 +231,8 @@ public:
     };
     for (const Run &run : runs)
       for (const ir::Node &node : run.trace->nodes)
-        for (TermId e : node.elements)
-          if (TermId t = linked(context, run, e); run.unbounded.count(t))
-            place(run, node, t);
+        for (TermId t : made_here(context, run, node))
+          place(run, node, t);
     for (const Run &run : runs)
       for (const auto &[exp, output] : run.unbounded) {
         if (placed.count(exp))
@@ -291,6 +291,27 @@ private:
   };
 
   static Key key(const ir::SourceLoc &loc) { return {loc.file, loc.line, loc.column}; }
+
+  // The run's unbounded exps that `node` makes: held as elements, held by
+  // none of its inputs. Collectives and custom Functions make none (their
+  // values come from other ranks, or from the ops their forward recorded).
+  static std::vector<TermId> made_here(CheckContext &context, const Run &run,
+                                       const ir::Node &node) {
+    std::vector<TermId> held;
+    if (node.category == ir::OpCategory::Collective || node.op.starts_with("custom:"))
+      return held;
+    for (TermId e : node.elements)
+      if (TermId t = linked(context, run, e); run.unbounded.count(t))
+        held.push_back(t);
+    if (held.empty())
+      return held;
+    std::unordered_set<TermId> carried;
+    for (ir::NodeId input : node.inputs)
+      for (TermId e : run.trace->node(input).elements)
+        carried.insert(linked(context, run, e));
+    std::erase_if(held, [&](TermId t) { return carried.count(t) > 0; });
+    return held;
+  }
 
   static TermId linked(CheckContext &context, const Run &run, TermId t) {
     return run.rank < 0 ? t : context.program.linked(run.rank, t);

@@ -88,3 +88,14 @@ TEST(CliExtendedReals, AHazardOnlyTheDistributedCodeHasSaysTheReferenceShifts) {
     }
   }
 }
+
+TEST(CliExtendedReals, AHazardIsSaidOnceAtTheExpNotWhereItsValuesTravel) {
+  auto r = run_cli({"check", "tests/e2e/extended_reals/exp_then_gathered.py::entry",
+                    "--world", "2", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(count(doc, "SP010"), 1) << r.out;
+  for (const auto &f : doc["findings"])
+    if (f["rule_id"] == "SP010")
+      EXPECT_EQ(f["line"], 20) << "y = torch.exp(local.float()).to(x.dtype)";
+}
