@@ -46,6 +46,11 @@ template <typename R, typename... A, R (*Fn)(A...)> struct InTrace<Fn> {
 };
 template <auto Fn> constexpr auto in_trace = &InTrace<Fn>::call;
 
+// A METH_VARARGS | METH_KEYWORDS function as PyMethodDef stores it.
+PyCFunction with_keywords(PyObject *(*fn)(PyObject *, PyObject *, PyObject *)) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fn));
+}
+
 PyObject *wrap(TermId id) {
   auto *obj = PyObject_New(TermObject, &TermType);
   if (obj)
@@ -445,11 +450,12 @@ template <typename T> std::vector<T> int_list(PyObject *seq) {
 
 ir::Trace &trace() { return *g_context->trace; }
 
-PyObject *py_record_node(PyObject *, PyObject *args) {
+PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"op", "category", "file", "line", "column", "function", "shape", "dtype", "elements", "parents", nullptr};
   const char *op, *category, *file, *function, *dtype;
   int line, column;
   PyObject *shape, *elems, *inputs;
-  if (!PyArg_ParseTuple(args, "sssiisOsOO", &op, &category, &file, &line, &column,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sssiisOsOO", const_cast<char **>(keywords), &op, &category, &file, &line, &column,
                         &function, &shape, &dtype, &elems, &inputs))
     return nullptr;
   ir::Node node;
@@ -465,11 +471,12 @@ PyObject *py_record_node(PyObject *, PyObject *args) {
   return PyLong_FromUnsignedLong(trace().add_node(std::move(node)));
 }
 
-PyObject *py_record_leaf(PyObject *, PyObject *args) {
+PyObject *py_record_leaf(PyObject *, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"role", "name", "shape", "elements", "partition_dim", "partition_stride", "shard", "shards", "file", "line", nullptr};
   const char *role, *name, *file;
   PyObject *shape, *elems;
   int partition_dim, stride, shard_index, shard_count, line;
-  if (!PyArg_ParseTuple(args, "ssOOiiiisi", &role, &name, &shape, &elems, &partition_dim,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ssOOiiiisi", const_cast<char **>(keywords), &role, &name, &shape, &elems, &partition_dim,
                         &stride, &shard_index, &shard_count, &file, &line))
     return nullptr;
   ir::Leaf leaf;
@@ -507,11 +514,12 @@ bool module_values(PyObject *list, std::vector<ir::ModuleCall::Value> &out) {
   return true;
 }
 
-PyObject *py_record_module_call(PyObject *, PyObject *args) {
+PyObject *py_record_module_call(PyObject *, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"name", "type_name", "file", "line", "inputs", "outputs", nullptr};
   const char *name, *type_name, *file;
   int line;
   PyObject *inputs, *outputs;
-  if (!PyArg_ParseTuple(args, "sssiOO", &name, &type_name, &file, &line, &inputs,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sssiOO", const_cast<char **>(keywords), &name, &type_name, &file, &line, &inputs,
                         &outputs))
     return nullptr;
   ir::ModuleCall call;
@@ -560,13 +568,14 @@ PyObject *py_record_parallel_group(PyObject *, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-PyObject *py_record_collective(PyObject *, PyObject *args) {
+PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"kind", "op", "group", "sequence", "src", "input_shape", "output_shape", "dtype", "inputs", "outputs", "file", "line", "column", "function", "node", "input_splits", "output_splits", nullptr};
   const char *kind, *op, *dtype, *file, *function;
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
   PyObject *input_splits = nullptr, *output_splits = nullptr;
   int sequence, src, line, column;
   unsigned node;
-  if (!PyArg_ParseTuple(args, "ssOiiOOsOOsiisI|OO", &kind, &op, &group, &sequence, &src,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ssOiiOOsOOsiisI|OO", const_cast<char **>(keywords), &kind, &op, &group, &sequence, &src,
                         &in_shape, &out_shape, &dtype, &inputs, &outputs, &file, &line,
                         &column, &function, &node, &input_splits, &output_splits))
     return nullptr;
@@ -617,11 +626,12 @@ PyObject *py_known_collective(PyObject *, PyObject *args) {
   return list;
 }
 
-PyObject *py_record_output(PyObject *, PyObject *args) {
+PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
+  static const char *keywords[] = {"path", "node", "shape", "dtype", "elements", "role", "subject", nullptr};
   const char *path, *dtype, *role, *subject;
   unsigned node;
   PyObject *shape, *elems;
-  if (!PyArg_ParseTuple(args, "sIOsOss", &path, &node, &shape, &dtype, &elems, &role,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sIOsOss", const_cast<char **>(keywords), &path, &node, &shape, &dtype, &elems, &role,
                         &subject))
     return nullptr;
   ir::Output out;
@@ -689,18 +699,18 @@ PyMethodDef module_methods[] = {
     {"where", in_trace<py_where>, METH_VARARGS, "where(cond, a, b)"},
     {"maximum", in_trace<py_lattice<true>>, METH_VARARGS, "maximum(a, b)"},
     {"minimum", in_trace<py_lattice<false>>, METH_VARARGS, "minimum(a, b)"},
-    {"record_node", in_trace<py_record_node>, METH_VARARGS, "record one IR node"},
-    {"record_leaf", in_trace<py_record_leaf>, METH_VARARGS, "record a parameter or input"},
-    {"record_module_call", in_trace<py_record_module_call>, METH_VARARGS,
+    {"record_node", with_keywords(in_trace<py_record_node>), METH_VARARGS | METH_KEYWORDS, "record one IR node"},
+    {"record_leaf", with_keywords(in_trace<py_record_leaf>), METH_VARARGS | METH_KEYWORDS, "record a parameter or input"},
+    {"record_module_call", with_keywords(in_trace<py_record_module_call>), METH_VARARGS | METH_KEYWORDS,
      "record a module's inputs and outputs; returns the call's index"},
     {"record_module_gradient", in_trace<py_record_module_gradient>, METH_VARARGS,
      "record the gradient a module's output received"},
     {"record_parallel_group", in_trace<py_record_parallel_group>, METH_VARARGS,
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
-    {"record_collective", in_trace<py_record_collective>, METH_VARARGS, "record a collective call"},
+    {"record_collective", with_keywords(in_trace<py_record_collective>), METH_VARARGS | METH_KEYWORDS, "record a collective call"},
     {"known_collective", in_trace<py_known_collective>, METH_VARARGS,
      "the constants an earlier pass linked a collective (group, sequence) to, or None"},
-    {"record_output", in_trace<py_record_output>, METH_VARARGS, "record an entry output"},
+    {"record_output", with_keywords(in_trace<py_record_output>), METH_VARARGS | METH_KEYWORDS, "record an entry output"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -40,3 +40,8 @@ TEST(StandInTorch, UseOutsideATracedRunIsAPythonError) {
                                "    raise AssertionError('no error')\n"),
             0);
 }
+
+TEST(StandInTorch, TheModuleStubDocumentsEveryName) {
+  std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/differential/";
+  EXPECT_EQ(shardproof::frontend::run_python_script(dir + "stub_matches_module.py", {}), 0);
+}

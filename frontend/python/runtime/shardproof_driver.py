@@ -130,9 +130,10 @@ def _record_parameters(entry):
         for i, term in enumerate(flat):
             _sp.rename(term, f"{name}{_index(p._a.shape, i)}")
         file, line = getattr(p, "_origin", ("", 0))
-        _sp.record_leaf("param", name, p._a.shape, flat, dim,
-                        int(getattr(p, "partition_stride", 1)), rank, world,
-                        file, line)
+        _sp.record_leaf(role="param", name=name, shape=p._a.shape, elements=flat,
+                        partition_dim=dim,
+                        partition_stride=int(getattr(p, "partition_stride", 1)),
+                        shard=rank, shards=world, file=file, line=line)
 
 
 def _index(shape, flat):
@@ -153,8 +154,9 @@ def _name_inputs(inputs):
 
 
 def _record(t, path, role="forward", subject=""):
-    _sp.record_output(path, t._node if t._node is not None else 0, t._a.shape,
-                      t.dtype.name, t._a.ravel().tolist(), role, subject)
+    _sp.record_output(path=path, node=t._node if t._node is not None else 0,
+                      shape=t._a.shape, dtype=t.dtype.name,
+                      elements=t._a.ravel().tolist(), role=role, subject=subject)
 
 
 def _tensors(out, path="out"):

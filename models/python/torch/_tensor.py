@@ -58,8 +58,9 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
     loc = loc or _tracing.location()
     file, line, func, col = loc
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
-    node = _sp.record_node(op, category, file, line, col, func, array.shape,
-                           dtype.name, array.ravel().tolist(), parents)
+    node = _sp.record_node(op=op, category=category, file=file, line=line, column=col,
+                           function=func, shape=array.shape, dtype=dtype.name,
+                           elements=array.ravel().tolist(), parents=parents)
     out = _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
     if saved and out.grad_fn is not None:
         out.grad_fn.save(tuple(out if t is SAVED_RESULT else t for t in saved))
@@ -153,8 +154,9 @@ def fresh(shape, dtype, what, register=True):
     t = record(array, dtype, what, "leaf")
     if register:
         file, line, _, _ = _tracing.location()
-        _sp.record_leaf("input", f"tensor#{index}", shape, flat, -1, 1, 0, 1,
-                        file, line)
+        _sp.record_leaf(role="input", name=f"tensor#{index}", shape=shape, elements=flat,
+                        partition_dim=-1, partition_stride=1, shard=0, shards=1,
+                        file=file, line=line)
     return t
 
 

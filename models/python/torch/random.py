@@ -299,7 +299,9 @@ def draw(op, shape, dtype, generator=None, device=None, on_tensor=True):
         flat = [_sp.var(f"{name}{_index_str(shape, i)}", origin)
                 for i in range(int(np.prod(shape, dtype=np.int64)))]
         file, line, _, _ = _tracing.location()
-        _sp.record_leaf("input", name, shape, flat, -1, 1, 0, 1, file, line)
+        _sp.record_leaf(role="input", name=name, shape=shape, elements=flat,
+                        partition_dim=-1, partition_stride=1, shard=0, shards=1,
+                        file=file, line=line)
         elements = np.empty(len(flat), dtype=object)
         elements[:] = flat
         elements = run.draws[name] = elements.reshape(shape)

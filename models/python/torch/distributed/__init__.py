@@ -434,10 +434,13 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
                   parents, loc=site)._node
-    _sp.record_collective(kind, op, ranks, seq, root, inputs.shape if not parents else
-                          _in_shape(parents, inputs), out_shape if count else (0,),
-                          dtype.name, inputs.tolist(), outputs, file, line, col, func,
-                          node, *(splits or ()))
+    uneven = {} if splits is None else dict(zip(("input_splits", "output_splits"), splits))
+    _sp.record_collective(
+        kind=kind, op=op, group=ranks, sequence=seq, src=root,
+        input_shape=inputs.shape if not parents else _in_shape(parents, inputs),
+        output_shape=out_shape if count else (0,), dtype=dtype.name,
+        inputs=inputs.tolist(), outputs=outputs, file=file, line=line, column=col,
+        function=func, node=node, **uneven)
     return values, node
 
 

@@ -34,9 +34,10 @@ def _record_module_call(module, name, args, kwargs, out):
         return [(t._node or 0, list(t._a.shape), t._a.ravel().tolist()) for t in tensors]
 
     outputs = list(_symbolic_tensors(out))
-    call = _sp.record_module_call(name, type(module).__qualname__, file, line,
-                                  values(_symbolic_tensors((args, kwargs))),
-                                  values(outputs))
+    call = _sp.record_module_call(name=name, type_name=type(module).__qualname__,
+                                  file=file, line=line,
+                                  inputs=values(_symbolic_tensors((args, kwargs))),
+                                  outputs=values(outputs))
     # The backward records the whole gradient each output receives.
     for k, t in enumerate(outputs):
         if t.grad_fn is not None:

@@ -1,0 +1,84 @@
+# The built-in module `_shardproof` (frontend/python/term_module.cpp): the
+# term engine the stand-in torch computes with, and the recorder it writes
+# the tensor IR through. Every function but take_symbolic_stops raises
+# RuntimeError outside a traced run (no trace recording).
+from typing import Optional, Sequence, Union
+
+Number = Union[int, float, "Term"]
+
+
+class Term:
+    """A symbolic real: one element of a symbolic tensor. Arithmetic and
+    comparisons build terms; bool(), float() and int() of a non-constant
+    raise SymbolicControlFlow (a branch on a symbolic value)."""
+    id: int
+    is_const: bool
+
+
+class SymbolicControlFlow(Exception): ...   # a branch or cast of a symbolic value
+class UnmodelledValue(Exception): ...       # inf - inf, 0 * inf, ...: not modelled
+class TraceTimeout(BaseException): ...      # the watchdog stopped an overlong run
+
+
+def take_symbolic_stops() -> int:
+    """Stops at symbolic control flow since the last call (caught or not)."""
+def var(name: str, origin: str = "") -> Term:
+    """A fresh symbolic leaf element (a parameter's or an input's)."""
+def placeholder(name: str, origin: str = "") -> Term:
+    """A collective's result element, resolved by the linker."""
+def opaque(what: str, where: str = "") -> Term:
+    """A value shardproof does not model: a proof that reads it is blocked."""
+def rename(term: Term, name: str) -> None:
+    """The name reports use for a leaf."""
+def apply(fn: str, x: Number) -> Number:
+    """A named nonlinear function (exp, log, tanh, gelu, ...); concrete in,
+    concrete out."""
+def where(cond: Number, a: Number, b: Number) -> Number: ...
+def maximum(a: Number, b: Number) -> Number: ...
+def minimum(a: Number, b: Number) -> Number: ...
+def evaluate(terms: Sequence[Number], vars: Sequence[Term],
+             values: Sequence[float]) -> list[float]:
+    """The terms at the given values of their variables (others 0)."""
+
+# ---- recording (keyword arguments: the IR's field names) -------------------
+# category: "leaf" | "elementwise" | "matmul" | "reduction" | "view" | "index" |
+#           "softmax" | "activation" | "collective" | "custom" | "other"
+#           (ir::OpCategory); dtype: a torch dtype's name ("float32", ...).
+
+def record_node(*, op: str, category: str, file: str, line: int, column: int,
+                function: str, shape: Sequence[int], dtype: str,
+                elements: Sequence[Number], parents: Sequence[int]) -> int:
+    """One IR node; returns its id."""
+def record_leaf(*, role: str, name: str, shape: Sequence[int],
+                elements: Sequence[Term], partition_dim: int, partition_stride: int,
+                shard: int, shards: int, file: str, line: int) -> None:
+    """A parameter (role "param", its shard `shard` of `shards` along
+    partition_dim, -1 if replicated) or an input (role "input")."""
+def record_module_call(*, name: str, type_name: str, file: str, line: int,
+                       inputs: Sequence[tuple[int, Sequence[int], Sequence[Number]]],
+                       outputs: Sequence[tuple[int, Sequence[int], Sequence[Number]]]
+                       ) -> int:
+    """A module's inputs and outputs as (node, shape, elements); returns the
+    call's index."""
+def record_module_gradient(call: int, output: int, node: int,
+                           elements: Sequence[Number]) -> None:
+    """The whole gradient output `output` of module call `call` received."""
+def record_parallel_group(axis: str, ranks: Sequence[int]) -> None:
+    """The entry's "tensor_parallel" or "data_parallel" group (global ranks)."""
+def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int,
+                      src: int, input_shape: Sequence[int],
+                      output_shape: Sequence[int], dtype: str,
+                      inputs: Sequence[Number], outputs: Sequence[Term], file: str,
+                      line: int, column: int, function: str, node: int,
+                      input_splits: Optional[Sequence[int]] = None,
+                      output_splits: Optional[Sequence[int]] = None) -> None:
+    """One collective call: kind is ir::collective_name's ("all_reduce",
+    "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+    "gather", "scatter"), op the reduction ("sum", "avg", "max", ...), the
+    n-th (sequence) call over `group`; outputs are its placeholders."""
+def known_collective(group: Sequence[int], sequence: int) -> Optional[list[Term]]:
+    """What an earlier pass linked that collective's result to, or None."""
+def record_output(*, path: str, node: int, shape: Sequence[int], dtype: str,
+                  elements: Sequence[Number], role: str, subject: str) -> None:
+    """An entry output ("forward"), a parameter's gradient ("param-grad") or
+    an input's ("input-grad")."""
