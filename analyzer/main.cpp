@@ -229,6 +229,6 @@ int main(int argc, char **argv) {
   else
     analyzer::write_text(std::cout, std::cerr, results);
   if (*scan) // an absent component is what this tree is, not an error
-    std::erase_if(results, [](const auto &r) { return r.verdict() == "absent"; });
+    std::erase_if(results, [](const auto &r) { return r.verdict() == analyzer::TargetVerdict::Absent; });
   return analyzer::exit_code(results);
 }

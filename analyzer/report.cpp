@@ -33,7 +33,7 @@ std::string location(const ir::SourceLoc &loc) {
 std::string failure_line(const TargetResult &r) {
   const auto &f = *r.failure;
   std::string where = f.loc.file.empty() ? display_path(r.target.path) : location(f.loc);
-  return fmt::format("{}: {}: {}", where, r.verdict() == "absent" ? "absent" : "error",
+  return fmt::format("{}: {}: {}", where, json_name(r.verdict()),
                      f.message);
 }
 
@@ -78,7 +78,7 @@ void write_narrow_reductions(std::ostream &out, const TargetResult &r) {
 void write_text(std::ostream &out, std::ostream &err,
                 const std::vector<TargetResult> &results) {
   for (const auto &r : results) {
-    if (r.verdict() == "error" || r.verdict() == "absent") {
+    if (r.verdict() == TargetVerdict::Error || r.verdict() == TargetVerdict::Absent) {
       err << failure_line(r) << "\n";
       continue;
     }
@@ -102,7 +102,7 @@ void write_text(std::ostream &out, std::ostream &err,
     out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
                        "{} could not prove{}; {:.2f} s)\n",
                        r.target.str_with_path(display_path(r.target.path)), r.world,
-                       r.verdict(), r.obligations.size(),
+                       text_name(r.verdict()), r.obligations.size(),
                        r.obligations.size() == 1 ? "" : "s",
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
                        r.count(Verdict::Kind::Unknown), suppressed, r.seconds);
@@ -121,7 +121,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   auto &targets = doc["targets"] = nlohmann::json::array();
   std::size_t counts[3] = {0, 0, 0};
   for (const auto &r : results) {
-    if (r.verdict() == "error" || r.verdict() == "absent") {
+    if (r.verdict() == TargetVerdict::Error || r.verdict() == TargetVerdict::Absent) {
       errors.push_back({{"target", r.target.str()},
                         {"file", display_path(r.failure->loc.file)},
                         {"line", r.failure->loc.line},
@@ -155,7 +155,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
     }
     nlohmann::json target = {{"target", r.target.str()},
                              {"world", r.world},
-                             {"verdict", r.verdict()},
+                             {"verdict", json_name(r.verdict())},
                              {"seconds", r.seconds},
                              {"obligations", obligations}};
     if (r.trace)
@@ -167,12 +167,10 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
     targets.push_back(std::move(target));
   }
   // The worst verdict of any target.
-  std::string overall = "proved";
-  for (std::string v : {"absent", "accepted", "unknown", "refuted", "error"})
-    for (const auto &r : results)
-      if (r.verdict() == v)
-        overall = v;
-  doc["verdict"] = overall;
+  TargetVerdict overall = TargetVerdict::Proved;
+  for (const auto &r : results)
+    overall = std::max(overall, r.verdict());
+  doc["verdict"] = json_name(overall);
   doc["obligations"] = {
       {"proved", counts[0]}, {"refuted", counts[1]}, {"unknown", counts[2]}};
   out << doc.dump(2) << "\n";

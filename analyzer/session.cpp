@@ -30,21 +30,43 @@ std::size_t TargetResult::count(Verdict::Kind kind) const {
                     [&](const auto &o) { return o.verdict.kind == kind; }));
 }
 
-std::string TargetResult::verdict() const {
+TargetVerdict TargetResult::verdict() const {
   if (failure && failure->kind == frontend::TraceFailure::Kind::BadInput)
-    return "error";
+    return TargetVerdict::Error;
   if (failure && failure->kind == frontend::TraceFailure::Kind::Absent)
-    return "absent";
+    return TargetVerdict::Absent;
   bool error = std::any_of(findings.begin(), findings.end(), [](const auto &f) {
     return f.severity == checkers::Severity::Error;
   });
   if (error)
-    return "refuted";
+    return TargetVerdict::Refuted;
   if (failure || count(Verdict::Kind::Unknown) > 0 || obligations.empty())
-    return "unknown";
+    return TargetVerdict::Unknown;
   if (count(Verdict::Kind::Refuted) > 0)
-    return suppressed.empty() ? "refuted" : "accepted";
-  return "proved";
+    return suppressed.empty() ? TargetVerdict::Refuted : TargetVerdict::Accepted;
+  return TargetVerdict::Proved;
+}
+
+std::string_view json_name(TargetVerdict verdict) {
+  switch (verdict) {
+  case TargetVerdict::Proved:
+    return "proved";
+  case TargetVerdict::Absent:
+    return "absent";
+  case TargetVerdict::Accepted:
+    return "accepted";
+  case TargetVerdict::Unknown:
+    return "unknown";
+  case TargetVerdict::Refuted:
+    return "refuted";
+  case TargetVerdict::Error:
+    return "error";
+  }
+  return "?";
+}
+
+std::string_view text_name(TargetVerdict verdict) {
+  return verdict == TargetVerdict::Unknown ? "could not prove" : json_name(verdict);
 }
 
 namespace {
@@ -206,12 +228,12 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
 int exit_code(const std::vector<TargetResult> &results) {
   int code = 0;
   for (const auto &r : results) {
-    std::string v = r.verdict();
-    if (v == "error" || v == "absent")
+    TargetVerdict v = r.verdict();
+    if (v == TargetVerdict::Error || v == TargetVerdict::Absent)
       return 2;
-    if (v == "refuted")
+    if (v == TargetVerdict::Refuted)
       code = 1;
-    else if (v == "unknown" && code == 0)
+    else if (v == TargetVerdict::Unknown && code == 0)
       code = 3;
   }
   return code;

@@ -46,6 +46,16 @@ struct TraceSummary {
   std::vector<std::string> opaque_values;
 };
 
+// A target's verdict, from best to worst (a run's overall verdict is its
+// targets' worst). Accepted: every refutation is suppressed (never called
+// proved); Absent: a recipe's component is not in the framework tree;
+// Error: bad input.
+enum class TargetVerdict { Proved, Absent, Accepted, Unknown, Refuted, Error };
+// One spelling each: JSON's ("unknown") and the text report's ("could not
+// prove"); the other verdicts are spelled alike in both.
+std::string_view json_name(TargetVerdict verdict);
+std::string_view text_name(TargetVerdict verdict);
+
 struct TargetResult {
   Target target;
   int world = 0;
@@ -57,10 +67,7 @@ struct TargetResult {
   std::optional<TraceSummary> trace; // when every rank traced
   double seconds = 0;
 
-  // "proved", "refuted", "unknown", "accepted" (every refutation is
-  // suppressed; never called proved), "error" (bad input) or "absent" (a
-  // recipe's component is not in the framework tree)
-  std::string verdict() const;
+  TargetVerdict verdict() const;
   std::size_t count(prover::Verdict::Kind kind) const;
 };
 
