@@ -171,6 +171,15 @@ def _close(a, b):
     low = {torch.bfloat16, torch.float16}
     rtol = 3e-2 if a.dtype in low or b.dtype in low else 1e-5
     a, b = a.double(), b.double()
+    # inf and NaN are equal only where both have the same one; the finite
+    # rest is compared at the scale of the finite reference values.
+    finite = torch.isfinite(b)
+    if not torch.equal(finite, torch.isfinite(a)) or \
+            not torch.equal(a[~finite].nan_to_num(0.0, 1.0, -1.0),
+                            b[~finite].nan_to_num(0.0, 1.0, -1.0)) or \
+            not torch.equal(torch.isnan(a), torch.isnan(b)):
+        return False
+    a, b = a[finite], b[finite]
     atol = rtol * max(float(b.abs().max()) if b.numel() else 0.0, 1e-6)
     return bool(torch.allclose(a, b, rtol=rtol, atol=atol))
 

@@ -78,6 +78,8 @@ def shardproof_verdict(binary, path, timeout_s, proof_s=None):
 
 
 def classify(truth, sp):
+    if truth == "harness error":
+        return "truth harness error"
     if truth == "error":
         return "torch error, proved" if sp == "proved" else "torch error"
     if sp == "proved" and truth == "mismatch":
@@ -91,7 +93,7 @@ def classify(truth, sp):
 
 # Outcomes saved for the lead to look at.
 SAVED = ("FALSE PROOF", "false alarm", "torch error, proved", "shardproof error",
-         "shardproof timeout")
+         "shardproof timeout", "truth harness error")
 
 _worker_dir = None
 
@@ -108,7 +110,10 @@ def check(args):
     import truth
     path = generate.write(seed, _worker_dir)
     start = time.time()
-    t_verdict, t_detail = truth.verdict(path)
+    try:
+        t_verdict, t_detail = truth.verdict(path)
+    except Exception as e:  # noqa: B902 (one program never stops the campaign)
+        t_verdict, t_detail = "harness error", f"{type(e).__name__}: {e}"[:300]
     t_truth = time.time() - start
     sp, sp_detail = shardproof_verdict(binary, path, timeout_s, proof_s)
     with open(path[:-3] + ".json") as f:
@@ -191,6 +196,7 @@ def report(records, seconds, command, save_dir, planned=None, note=None):
            f"- Judged over the reals (a bf16 run that differs from its world-1 run by "
            f"rounding only, reconciling with bf16 computed in float64): "
            f"{sum(r['truth_detail'].startswith('over the reals') for r in records)}",
+           f"- Excluded, the ground-truth harness failed: {outcomes['truth harness error']}",
            f"- Excluded, torch raises: {outcomes['torch error'] + outcomes['torch error, proved']}"
            f" (of which shardproof proved: {outcomes['torch error, proved']})",
            *([f"- Note: {note}"] if note else []),
