@@ -30,6 +30,7 @@ CASES = {
     "exp_log": ([(5,)], lambda x: torch.log(torch.exp(x) + 1)),
     "sigmoid_silu": ([(5,)], lambda x: torch.sigmoid(x) + F.silu(x)),
     "relu": ([(6,)], F.relu),
+    "torch_relu_and_method": ([(6,)], lambda x: torch.relu(x) + x.relu() * 2),
     "sqrt_rsqrt": ([(4,)], lambda x: torch.sqrt(x * x + 1) + torch.rsqrt(x * x + 2)),
     "softmax": ([(2, 4)], lambda x: F.softmax(x, dim=-1)),
     "log_softmax": ([(2, 4)], lambda x: F.log_softmax(x, dim=1)),

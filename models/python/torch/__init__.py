@@ -813,3 +813,8 @@ def __getattr__(name):
     "not modelled" (could not prove if used); any other does not exist."""
     from ._real_surface import NAMES
     raise _tracing.missing_attribute("torch", name, NAMES["torch"])
+
+
+def relu(input):
+    from .nn import functional as F
+    return F.relu(input)

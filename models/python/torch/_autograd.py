@@ -365,6 +365,38 @@ def _accumulate_leaf(leaf, g):
                                 f"'{type(result).__name__}'")
 
 
+_DEFAULT = object()  # an argument the caller did not give
+
+
+def zero_grads(params, set_to_none, owner):
+    """Module.zero_grad and Optimizer.zero_grad. The default of set_to_none
+    changed (False in PyTorch 1.x, True from 2.0): where the two differ, a
+    .grad that shares storage with another tensor (a view of a flat buffer),
+    the call must say which it means."""
+    params = [p for p in params if p.grad is not None]
+    if set_to_none is _DEFAULT:
+        if any(_shares_storage(p.grad) for p in params):
+            _tracing.unmodelled(f"{owner}.zero_grad() without set_to_none while a .grad "
+                                "shares storage with another tensor (PyTorch 1.x zeroes "
+                                "it in place, 2.x drops it): pass set_to_none")
+        set_to_none = True
+    for p in params:
+        if set_to_none:
+            p.grad = None
+            continue
+        # The gradient tensor is kept (its views, a flat buffer, see the
+        # zeros), cut from autograd in place (detach_), and zeroed.
+        p.grad.requires_grad, p.grad.grad_fn = False, None
+        with _no_grad():
+            p.grad.zero_()
+
+
+def _shares_storage(t):
+    views = t.__dict__.get("_views", {})
+    return getattr(t, "_base", None) is not None or any(r() is not None
+                                                      for r in views.values())
+
+
 class _no_grad:
     def __enter__(self):
         self.old = GradMode.enabled

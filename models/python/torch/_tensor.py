@@ -840,6 +840,9 @@ class Tensor:
     def sigmoid(self):
         return apply_fn("sigmoid", self)
 
+    def relu(self):
+        return apply_fn("relu", self)
+
     def sqrt(self):
         return apply_fn("sqrt", self)
 

@@ -566,18 +566,8 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                # As PyTorch: the gradient tensor is kept (views of it, a
-                # flat buffer, see the zeros), cut from autograd, zeroed.
-                p.grad.requires_grad, p.grad.grad_fn = False, None
-                with _autograd._no_grad():
-                    p.grad.zero_()
+    def zero_grad(self, set_to_none=_autograd._DEFAULT):
+        _autograd.zero_grads(self.parameters(), set_to_none, "Module")
 
     def apply(self, fn):
         for m in self.children():

@@ -6,7 +6,7 @@ modelled: they stop tracing when they step."""
 import math
 from collections import defaultdict
 
-from .. import _tracing
+from .. import _autograd, _tracing
 from . import lr_scheduler  # noqa: F401
 
 _SAME_UPDATE = "the foreach and fused forms compute the same update"
@@ -43,21 +43,9 @@ class Optimizer:
             group.setdefault(key, value)
         self.param_groups.append(group)
 
-    def zero_grad(self, set_to_none=True):
-        """As PyTorch: the gradients dropped, or (set_to_none=False) detached
-        and zeroed in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad = p.grad.detach()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+    def zero_grad(self, set_to_none=_autograd._DEFAULT):
+        _autograd.zero_grads([p for group in self.param_groups for p in group["params"]],
+                             set_to_none, "Optimizer")
 
     @_tracing.no_effect(closure="the base class has no update: a step raises, as in PyTorch")
     def step(self, closure=None):
