@@ -257,19 +257,28 @@ _install()
 
 
 # check_pairs._rank_main runs as it is in each rank's thread. The global RNG
-# is shared by the threads, so each rank takes its turn from
-# init_process_group (manual_seed, entry, weight draws) to its first
-# collective: every rank then draws what its own process would.
+# is shared by the threads, so the ranks take turns between collectives
+# (from init_process_group to the first, from each to the next), and each
+# turn starts from the generator state the rank's previous turn left: every
+# rank draws what its own process would, before and after its collectives.
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
                        **kwargs):
     if world_size != _current.size:
         raise RuntimeError(f"init_process_group: world size {world_size}, run at {_current.size}")
+    _current.local.rank, _current.local.rng = rank, None
+    _begin_turn()
+
+
+def _begin_turn():
     _current.turn.acquire()
-    _current.local.rank, _current.local.turn = rank, True
+    _current.local.turn = True
+    if _current.local.rng is not None:
+        torch.set_rng_state(_current.local.rng)
 
 
 def _end_turn():
     if getattr(_current.local, "turn", False):
+        _current.local.rng = torch.get_rng_state()
         _current.local.turn = False
         _current.turn.release()
 
@@ -277,7 +286,10 @@ def _end_turn():
 def _collective(fn):
     def wrapper(*args, **kwargs):
         _end_turn()
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _begin_turn()
     wrapper.__name__ = fn.__name__
     return wrapper
 
