@@ -84,7 +84,7 @@ void write_text(std::ostream &out, std::ostream &err,
     }
     for (const auto &f : r.findings) {
       out << fmt::format("{}: {}: {} [{}]\n", location(f.loc),
-                         checkers::severity_name(f.severity), f.message, f.rule_id);
+                         checkers::severity_name(f.severity), f.message, f.rule_id());
       for (const auto &line : f.details)
         out << "  " << line << "\n";
       for (const auto &note : f.notes)
@@ -128,13 +128,13 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                         {"message", r.failure->message}});
     }
     for (const auto &f : r.suppressed)
-      suppressed.push_back({{"rule_id", f.rule_id},
+      suppressed.push_back({{"rule_id", f.rule_id()},
                             {"file", display_path(f.loc.file)},
                             {"line", f.loc.line},
                             {"message", f.message},
                             {"target", r.target.str()}});
     for (const auto &f : r.findings)
-      findings.push_back({{"rule_id", f.rule_id},
+      findings.push_back({{"rule_id", f.rule_id()},
                           {"severity", checkers::severity_name(f.severity)},
                           {"file", display_path(f.loc.file)},
                           {"line", f.loc.line},

@@ -71,9 +71,11 @@ std::string_view text_name(TargetVerdict verdict) {
 
 namespace {
 // Moves the findings whose source line says `# shardproof: ignore[SP0xx]`
-// (several ids may be listed, comma-separated) into `suppressed`.
+// (several ids may be listed, comma-separated), and those of rules the
+// selection leaves out, into `suppressed`.
 void apply_suppressions(std::vector<checkers::Finding> &findings,
-                        std::vector<checkers::Finding> &suppressed) {
+                        std::vector<checkers::Finding> &suppressed,
+                        const checkers::RuleSelection &selection) {
   static const std::regex marker(R"(shardproof:\s*ignore\[([A-Z0-9,\s]*)\])");
   std::map<std::string, std::vector<std::string>> sources;
   auto line_of = [&](const ir::SourceLoc &loc) -> std::string {
@@ -92,8 +94,9 @@ void apply_suppressions(std::vector<checkers::Finding> &findings,
   for (auto &f : findings) {
     std::smatch m;
     std::string line = line_of(f.loc);
-    bool ignored = std::regex_search(line, m, marker) &&
-                   m[1].str().find(f.rule_id) != std::string::npos;
+    bool ignored = !selection.reports(f.rule) ||
+                   (std::regex_search(line, m, marker) &&
+                    m[1].str().find(f.rule_id()) != std::string::npos);
     (ignored ? suppressed : kept).push_back(std::move(f));
   }
   findings = std::move(kept);
@@ -214,10 +217,9 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     ir::LinkedProgram program(store, reference, ranks);
     checkers::CheckContext context{store, program, options.prover,
                                    {},    {},      checkers::Lemmas(store)};
-    for (auto &check : checkers::make_checks(options.checks))
-      check->run(context);
+    checkers::run_checks(context, options.checks);
     result.findings = std::move(context.findings);
-    apply_suppressions(result.findings, result.suppressed);
+    apply_suppressions(result.findings, result.suppressed, options.rules);
     result.obligations = std::move(context.obligations);
   }
   result.seconds =

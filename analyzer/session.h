@@ -32,6 +32,7 @@ struct SessionOptions {
   std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
   checkers::CheckOptions checks;
   prover::ProverOptions prover;
+  checkers::RuleSelection rules; // --select / --ignore
 };
 
 // What tracing rank 0 recorded, for coverage reports: operations by name
@@ -61,7 +62,8 @@ struct TargetResult {
   int world = 0;
   std::optional<frontend::TraceFailure> failure; // BadInput: usage error
   std::vector<checkers::Finding> findings;
-  // Findings on a line marked `# shardproof: ignore[SP0xx]` for their rule.
+  // Findings on a line marked `# shardproof: ignore[SP0xx]` for their rule,
+  // and those of rules --select / --ignore leave out.
   std::vector<checkers::Finding> suppressed;
   std::vector<checkers::ObligationResult> obligations;
   std::optional<TraceSummary> trace; // when every rank traced

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ class Check {
 public:
   virtual ~Check() = default;
   virtual std::string_view name() const = 0;
+  // The rules its findings may have (the session rejects any other).
+  virtual std::span<const RuleCode> rules() const = 0;
   virtual void run(CheckContext &context) = 0;
 };
 
@@ -51,5 +54,9 @@ struct CheckOptions {
 };
 
 std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options);
+
+// Runs make_checks(options) in order on `context`. A finding of a rule its
+// check does not declare is our bug: std::logic_error.
+void run_checks(CheckContext &context, const CheckOptions &options);
 
 } // namespace shardproof::checkers

@@ -91,6 +91,11 @@ public:
 
   std::string_view name() const override { return "comm-dtype"; }
 
+  std::span<const RuleCode> rules() const override {
+    static constexpr RuleCode kEmits[] = {RuleCode::CommDtype};
+    return kEmits;
+  }
+
   void run(CheckContext &context) override {
     std::set<std::pair<std::string, int>> reported; // one finding per call site
     for (int r = 0; r < context.program.world(); ++r) {
@@ -98,7 +103,7 @@ public:
       for (const ir::Collective &c : trace.collectives) {
         auto message = problem(context.program.reference(), trace, c);
         if (message && reported.insert({c.loc.file, c.loc.line}).second)
-          context.findings.push_back(Finding::of("SP008", c.loc, *message));
+          context.findings.push_back(Finding::of(RuleCode::CommDtype, c.loc, *message));
       }
     }
   }

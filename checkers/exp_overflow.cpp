@@ -202,6 +202,10 @@ private:
 class ExpOverflowCheck : public Check {
 public:
   std::string_view name() const override { return "exp-overflow"; }
+  std::span<const RuleCode> rules() const override {
+    static constexpr RuleCode kEmits[] = {RuleCode::ExpOverflow};
+    return kEmits;
+  }
 
   void run(CheckContext &context) override {
     auto &program = context.program;
@@ -265,7 +269,7 @@ public:
       else
         message += "shift by the maximum first (x - x.amax(dim, keepdim=True)), as "
                    "torch.softmax does; the proofs hold over the reals only";
-      Finding f = Finding::of("SP010", site.loc, message);
+      Finding f = Finding::of(RuleCode::ExpOverflow, site.loc, message);
       if (!site.ranks.empty())
         f.details.push_back(
             fmt::format("On rank{} {}{}", site.ranks.size() > 1 ? "s" : "",

@@ -12,6 +12,10 @@ namespace {
 class ForwardEquivalenceCheck final : public Check {
 public:
   std::string_view name() const override { return "forward-equivalence"; }
+  std::span<const RuleCode> rules() const override {
+    static constexpr RuleCode kEmits[] = {RuleCode::ForwardMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling, RuleCode::RngDivergence};
+    return kEmits;
+  }
 
   void run(CheckContext &context) override {
     for (const ir::Output &out : context.program.reference().outputs)
@@ -22,7 +26,7 @@ public:
 private:
   void check_output(CheckContext &context, const ir::Output &ref_out) {
     std::string subject = fmt::format("output '{}'", ref_out.path);
-    auto value = gather(context, ref_out, "SP001", subject, all_ranks(context.program));
+    auto value = gather(context, ref_out, RuleCode::ForwardMismatch, subject, all_ranks(context.program));
     if (!value)
       return;
     const ir::Output *rank0 = find_output(context.program.rank(0), ref_out.path);
@@ -38,7 +42,7 @@ private:
       auto divergence =
           locate_divergence(context.store, context.program, 0, rank0->node, Layout{});
       Finding f = Finding::of(
-          "SP001", divergence ? divergence->loc : loc,
+          RuleCode::ForwardMismatch, divergence ? divergence->loc : loc,
           fmt::format("{} has shape {} on rank 0 but {} in the reference, which no "
                       "sharding explains",
                       subject, ir::shape_str(value->rank_shapes[0]),

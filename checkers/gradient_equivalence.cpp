@@ -21,6 +21,10 @@ const ir::Leaf *find_parameter(const ir::Trace &trace, const std::string &name) 
 class GradientEquivalenceCheck final : public Check {
 public:
   std::string_view name() const override { return "gradient-equivalence"; }
+  std::span<const RuleCode> rules() const override {
+    static constexpr RuleCode kEmits[] = {RuleCode::GradientMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling, RuleCode::ReplicaDivergence, RuleCode::RngDivergence};
+    return kEmits;
+  }
 
   void run(CheckContext &context) override {
     for (const ir::Output &out : context.program.reference().outputs)
@@ -43,13 +47,13 @@ private:
       });
     if (members.empty()) {
       context.findings.push_back(Finding::of(
-          "SP006", context.program.reference().node(ref_out.node).loc,
+          RuleCode::GradientMismatch, context.program.reference().node(ref_out.node).loc,
           fmt::format("no rank holds parameter '{}'; the reference has it and its "
                       "gradient",
                       ref_out.subject)));
       return;
     }
-    auto value = gather(context, ref_out, "SP006", subject, members);
+    auto value = gather(context, ref_out, RuleCode::GradientMismatch, subject, members);
     if (!value)
       return;
     const ir::Trace &home = context.program.rank(members[0]);

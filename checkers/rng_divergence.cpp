@@ -74,6 +74,7 @@ bool has_counterpart(const ir::Trace &reference, const ir::Leaf &leaf) {
 class RngDivergenceCheck final : public Check {
 public:
   std::string_view name() const override { return "rng-divergence"; }
+  std::span<const RuleCode> rules() const override { return {}; } // no findings
 
   void run(CheckContext &context) override {
     const ir::Trace &reference = context.program.reference();

@@ -1,12 +1,13 @@
 #include "checkers/rules.h"
 
-#include <stdexcept>
+#include <algorithm>
+#include <iterator>
 
 namespace shardproof::checkers {
 
 namespace {
 constexpr Rule kRules[] = {
-    {"SP001", "forward-mismatch", Severity::Error,
+    {RuleCode::ForwardMismatch, "SP001", "forward-mismatch", Severity::Error,
      "An output of the distributed module differs from the single-device "
      "reference.",
      "Every output of the entry must equal the output of the same module run at "
@@ -16,7 +17,7 @@ constexpr Rule kRules[] = {
      "the path to the output whose value no longer relates to the reference. "
      "Typical causes: a shard index computed from the wrong rank, a bias added "
      "on every rank before a reduction, a collective over the wrong group."},
-    {"SP002", "missing-reduction", Severity::Error,
+    {RuleCode::MissingReduction, "SP002", "missing-reduction", Severity::Error,
      "A partial sum over ranks reaches an output without being reduced.",
      "A value is a partial sum when adding it up over the ranks of a group gives "
      "the reference value: the typical result of a row-parallel matmul. Such a "
@@ -25,27 +26,27 @@ constexpr Rule kRules[] = {
      "value. Typical causes: an all-reduce removed or guarded by a condition "
      "that is false, a custom autograd function whose forward forgot its "
      "collective."},
-    {"SP003", "collective-mismatch", Severity::Error,
+    {RuleCode::CollectiveMismatch, "SP003", "collective-mismatch", Severity::Error,
      "Ranks of one group issue different collective sequences: a hang.",
      "Collectives are matched per process group by their order of issue. When "
      "one rank issues a collective its peers do not, or the peers disagree on "
      "its kind, reduce operation, shape, dtype or root, the job hangs or "
      "silently mixes unrelated tensors on hardware. The report names both call "
      "sites."},
-    {"SP004", "unmatched-parameter", Severity::Warning,
+    {RuleCode::UnmatchedParameter, "SP004", "unmatched-parameter", Severity::Warning,
      "A rank's parameter has no counterpart in the single-device reference.",
      "Parameters are matched to the reference by qualified name; one whose shape "
      "differs must carry `partition_dim` (and `partition_stride`) explaining "
      "which shard of the reference parameter it is. Unmatched parameters stay "
      "free variables, so any obligation that depends on them cannot be proved."},
-    {"SP005", "wrong-scaling", Severity::Error,
+    {RuleCode::WrongScaling, "SP005", "wrong-scaling", Severity::Error,
      "A value equals the reference times a constant on every rank.",
      "The ranks agree with each other but hold the reference multiplied by a "
      "factor such as 1/world or world: a reduction that averages where it "
      "should sum, sums where it should average, divides by the wrong group's "
      "size, or runs twice. The report names the operation that introduced the "
      "factor and the factor itself."},
-    {"SP006", "gradient-mismatch", Severity::Error,
+    {RuleCode::GradientMismatch, "SP006", "gradient-mismatch", Severity::Error,
      "A gradient after backward and finalize_grads differs from the reference.",
      "After the entry's backward pass and its finalize_grads, every parameter's "
      "gradient must equal the single-device gradient, as the shard the rank "
@@ -53,7 +54,7 @@ constexpr Rule kRules[] = {
      "handed to the model whole must get its whole gradient on every rank. The "
      "report names the parameter or input and the operation whose gradient went "
      "wrong first."},
-    {"SP007", "replica-divergence", Severity::Error,
+    {RuleCode::ReplicaDivergence, "SP007", "replica-divergence", Severity::Error,
      "A replicated parameter gets different gradients on different ranks.",
      "A parameter every rank holds whole must receive the same gradient on every "
      "rank, or the replicas drift apart step by step while the loss still looks "
@@ -61,7 +62,7 @@ constexpr Rule kRules[] = {
      "ranks under sequence parallelism (layer norms, routers, biases) whose "
      "gradient is computed from each rank's part of the sequence and never "
      "all-reduced."},
-    {"SP008", "comm-dtype", Severity::Error,
+    {RuleCode::CommDtype, "SP008", "comm-dtype", Severity::Error,
      "A collective carries values in a narrower or different float format.",
      "A value cast to another floating-point format just for a collective "
      "loses what the format cannot hold: bf16 gradients reduced in fp16 "
@@ -69,7 +70,7 @@ constexpr Rule kRules[] = {
      "reduced in bf16 lose mantissa bits. With --reduce-dtype float32, every "
      "16-bit reduction is reported too. The proofs work over exact reals, so "
      "this rule is the one that sees the format."},
-    {"SP009", "rng-divergence", Severity::Error,
+    {RuleCode::RngDivergence, "SP009", "rng-divergence", Severity::Error,
      "A rank draws random values (a dropout mask) from another seed than the "
      "reference.",
      "A random draw (dropout, bernoulli, uniform_, normal_, rand, randn, ...) is "
@@ -85,7 +86,7 @@ constexpr Rule kRules[] = {
      "tensor-parallel ranks must share one. Draws that only the offset "
      "separates (other draws came first) are \"could not prove\": PyTorch's "
      "offsets depend on the earlier draws' sizes and the device."},
-    {"SP010", "exp-overflow", Severity::Warning,
+    {RuleCode::ExpOverflow, "SP010", "exp-overflow", Severity::Warning,
      "An exp of a value that nothing bounds above reaches an output.",
      "The proofs compare values over the reals, where exp(x) / sum(exp(x)) "
      "equals exp(x - max(x)) / sum(exp(x - max(x))). In floating point only the "
@@ -97,6 +98,15 @@ constexpr Rule kRules[] = {
      "code does not. Typical cause: a hand-written vocabulary-parallel softmax "
      "or cross entropy that skips the all-reduced maximum."},
 };
+
+// rule(code) indexes the registry by its code.
+constexpr bool registry_in_code_order() {
+  for (std::size_t i = 0; i < std::size(kRules); ++i)
+    if (static_cast<std::size_t>(kRules[i].code) != i)
+      return false;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::ExpOverflow) + 1;
+}
+static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
 
 std::string_view severity_name(Severity severity) {
@@ -113,20 +123,29 @@ std::string_view severity_name(Severity severity) {
 
 std::span<const Rule> all_rules() { return kRules; }
 
-Finding Finding::of(std::string_view rule_id, ir::SourceLoc loc, std::string message) {
+Finding Finding::of(RuleCode code, ir::SourceLoc loc, std::string message) {
   Finding f;
-  f.rule_id = rule_id;
-  f.severity = rule(rule_id).severity;
+  f.rule = code;
+  f.severity = checkers::rule(code).severity;
   f.loc = std::move(loc);
   f.message = std::move(message);
   return f;
 }
 
-const Rule &rule(std::string_view id) {
+const Rule &rule(RuleCode code) { return kRules[static_cast<std::size_t>(code)]; }
+
+const Rule *find_rule(std::string_view text) {
   for (const Rule &r : kRules)
-    if (r.id == id)
-      return r;
-  throw std::out_of_range("unknown rule " + std::string(id));
+    if (r.id == text || r.name == text)
+      return &r;
+  return nullptr;
+}
+
+bool RuleSelection::reports(RuleCode code) const {
+  auto listed = [code](const std::vector<RuleCode> &codes) {
+    return std::find(codes.begin(), codes.end(), code) != codes.end();
+  };
+  return (select.empty() || listed(select)) && !listed(ignore);
 }
 
 } // namespace shardproof::checkers

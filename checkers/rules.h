@@ -14,7 +14,23 @@ namespace shardproof::checkers {
 enum class Severity { Error, Warning, Note };
 std::string_view severity_name(Severity severity);
 
+// Every rule, in registry order (SP001 first): a check names the rules it may
+// emit by these, so a misspelt rule cannot compile.
+enum class RuleCode {
+  ForwardMismatch,    // SP001
+  MissingReduction,   // SP002
+  CollectiveMismatch, // SP003
+  UnmatchedParameter, // SP004
+  WrongScaling,       // SP005
+  GradientMismatch,   // SP006
+  ReplicaDivergence,  // SP007
+  CommDtype,          // SP008
+  RngDivergence,      // SP009
+  ExpOverflow,        // SP010
+};
+
 struct Rule {
+  RuleCode code;
   std::string_view id;   // stable: SP001, ...
   std::string_view name; // kebab-case
   Severity severity;
@@ -23,10 +39,20 @@ struct Rule {
 };
 
 std::span<const Rule> all_rules();
-const Rule &rule(std::string_view id); // throws std::out_of_range
+const Rule &rule(RuleCode code);
+// The rule whose id (SP001) or name (forward-mismatch) is `text`, if any.
+const Rule *find_rule(std::string_view text);
+
+// Which rules report, from --select and --ignore (ruff's order: the selected
+// rules, every rule when none is, less the ignored ones).
+struct RuleSelection {
+  std::vector<RuleCode> select;
+  std::vector<RuleCode> ignore;
+  bool reports(RuleCode code) const;
+};
 
 struct Finding {
-  std::string rule_id;
+  RuleCode rule{};
   Severity severity = Severity::Error;
   ir::SourceLoc loc;
   std::string message;
@@ -37,8 +63,9 @@ struct Finding {
   };
   std::vector<Note> notes; // related places, printed as clang-style notes
 
-  // A finding of `rule_id` at its rule's default severity.
-  static Finding of(std::string_view rule_id, ir::SourceLoc loc, std::string message);
+  std::string_view rule_id() const { return checkers::rule(rule).id; }
+  // A finding of `rule` at its rule's default severity.
+  static Finding of(RuleCode rule, ir::SourceLoc loc, std::string message);
 };
 
 } // namespace shardproof::checkers

@@ -9,9 +9,13 @@ namespace {
 class UnmatchedParameterCheck final : public Check {
 public:
   std::string_view name() const override { return "unmatched-parameter"; }
+  std::span<const RuleCode> rules() const override {
+    static constexpr RuleCode kEmits[] = {RuleCode::UnmatchedParameter};
+    return kEmits;
+  }
   void run(CheckContext &context) override {
     for (const auto &u : context.program.unbound()) {
-      Finding f = Finding::of("SP004", u.loc, u.message);
+      Finding f = Finding::of(RuleCode::UnmatchedParameter, u.loc, u.message);
       f.details.push_back("obligations that depend on it cannot be proved");
       context.findings.push_back(std::move(f));
     }

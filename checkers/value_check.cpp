@@ -102,7 +102,7 @@ bool ranks_disagree(const terms::TermStore &store, const DistributedValue &value
 }
 
 struct Diagnosis {
-  std::string rule;
+  RuleCode rule;
   std::string message;
 };
 
@@ -121,7 +121,8 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                    const Layout &inferred, const std::optional<Divergence> &divergence) {
   using Kind = Layout::Kind;
   const bool forward = ob.role == ir::Output::Role::Forward;
-  const std::string mismatch_rule = forward ? "SP001" : "SP006";
+  const RuleCode mismatch_rule =
+      forward ? RuleCode::ForwardMismatch : RuleCode::GradientMismatch;
   const std::string differs =
       fmt::format("{} differs from the single-device reference", ob.subject);
   bool partial = divergence && divergence->layout.kind == Kind::PartialSum;
@@ -132,7 +133,7 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
   bool scaled = divergence && divergence->layout.kind == Kind::Scaled;
 
   if (ob.replicated_parameter && ranks_disagree(store, ob.value))
-    return {"SP007",
+    return {RuleCode::ReplicaDivergence,
             fmt::format("{} differs across ranks although the parameter is "
                         "replicated{}: the replicas will drift apart",
                         ob.subject,
@@ -141,18 +142,18 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                                               computed_here(*divergence))
                                 : "")};
   if (partial)
-    return {"SP002", fmt::format("{} is {} and reaches {} without a reduction",
+    return {RuleCode::MissingReduction, fmt::format("{} is {} and reaches {} without a reduction",
                                  computed_here(*divergence), divergence->layout.str(),
                                  ob.subject)};
   if (scaled)
-    return {"SP005",
+    return {RuleCode::WrongScaling,
             fmt::format("{} is {}: a sum where an average belongs, or the "
                         "reverse; {}",
                         computed_here(*divergence), divergence->layout.str(), differs)};
   // The whole value off by a constant factor, though no single operation
   // introduced it (a sum over ranks of values that were never averaged).
   if (const Layout &final = inferred; final.kind == Kind::Scaled)
-    return {"SP005", fmt::format("{} is {}: a sum where an average belongs, or the "
+    return {RuleCode::WrongScaling, fmt::format("{} is {}: a sum where an average belongs, or the "
                                  "reverse",
                                  ob.subject, final.str())};
   if (misreduced)
@@ -182,7 +183,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
       locate_divergence(store, context.program, ob.home_rank, ob.home_node, inferred);
   Diagnosis diagnosis = diagnose(store, ob, inferred, divergence);
   // A scale that no single operation explains shows where the value is made.
-  bool at_value = diagnosis.rule == "SP005" &&
+  bool at_value = diagnosis.rule == RuleCode::WrongScaling &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
   ir::SourceLoc where = at_value
                             ? context.program.rank(ob.home_rank).node(ob.home_node).loc
@@ -193,7 +194,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
     for (TermId v : terms::variables_of(store, eq.lhs))
       if (auto it = context.random_divergences.find(v);
           it != context.random_divergences.end()) {
-        diagnosis = {"SP009", fmt::format("{}, so {} differs from the single-device "
+        diagnosis = {RuleCode::RngDivergence, fmt::format("{}, so {} differs from the single-device "
                                           "reference",
                                           it->second.message, ob.subject)};
         where = it->second.loc;
@@ -497,7 +498,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 }
 
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
-                                       std::string_view missing_rule,
+                                       RuleCode missing_rule,
                                        const std::string &subject,
                                        const std::vector<int> &members) {
   auto &program = context.program;

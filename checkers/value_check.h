@@ -38,7 +38,7 @@ void check_value(CheckContext &context, const ValueObligation &obligation);
 // The value of `ref_out`'s path on each of `members` (global ranks, in
 // order), or nullopt after reporting `missing_rule` when one lacks it.
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
-                                       std::string_view missing_rule,
+                                       RuleCode missing_rule,
                                        const std::string &subject,
                                        const std::vector<int> &members);
 

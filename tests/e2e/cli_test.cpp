@@ -216,6 +216,36 @@ TEST(Suppression, IgnoredFindingIsCountedNotHiddenAndNeverProved) {
   EXPECT_NE(text.out.find("1 finding suppressed"), std::string::npos);
 }
 
+// --select / --ignore leave a rule's findings out of the report the way an
+// inline suppression does: counted, and the verdict is accepted, not proved.
+TEST(RuleSelection, IgnoredOrUnselectedRulesAreSuppressedNeverProved) {
+  const std::string target = "examples/tp_mlp.py::entry_missing_allreduce";
+  for (std::vector<std::string> choice :
+       {std::vector<std::string>{"--ignore", "missing-reduction"},
+        std::vector<std::string>{"--select", "SP001,SP005"}}) {
+    std::vector<std::string> args = {"check", target, "--world", "2", "--format", "json"};
+    args.insert(args.end(), choice.begin(), choice.end());
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["verdict"], "accepted") << choice[0];
+    EXPECT_TRUE(doc["findings"].empty()) << choice[0];
+    ASSERT_EQ(doc["suppressed"].size(), 1u) << choice[0];
+    EXPECT_EQ(doc["suppressed"][0]["rule_id"], "SP002");
+  }
+  auto selected = run_cli({"check", target, "--world", "2", "--format", "json", "--select",
+                           "SP002", "--ignore", "SP001"});
+  EXPECT_EQ(selected.exit_code, 1) << selected.out << selected.err;
+  EXPECT_EQ(nlohmann::json::parse(selected.out)["findings"][0]["rule_id"], "SP002");
+}
+
+TEST(RuleSelection, UnknownRuleIsAUsageError) {
+  auto r = run_cli({"check", "examples/tp_mlp.py::entry", "--ignore", "SP002,SP999"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "shardproof: unknown rule SP999 (`shardproof rules` lists them)\n");
+  EXPECT_EQ(run_cli({"rules", "no-such-rule"}).exit_code, 2);
+}
+
 TEST(Recipes, FrameworkRootThatIsNotATreeIsABadInput) {
   auto r =
       run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry", "mlp"});
