@@ -1,8 +1,10 @@
 #include "analyzer/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <ostream>
 
@@ -47,6 +49,68 @@ nlohmann::json notes_json(const std::vector<checkers::Finding::Note> &notes) {
   return out;
 }
 
+std::string format_value(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15)
+    return fmt::format("{}", static_cast<long long>(v));
+  return fmt::format("{:.6g}", v);
+}
+
+// An example as the text report shows it, line by line (Alive2 style): the
+// inputs, then the reference's value and every rank's.
+std::vector<std::string> example_lines(const checkers::Example &example) {
+  std::vector<std::string> lines{"Example:"};
+  for (const auto &input : example.inputs)
+    lines.push_back(fmt::format("  {} = {}", input.name, format_value(input.value)));
+  lines.push_back("  every other input = 0");
+  lines.push_back(fmt::format("Reference (world 1): {} = {}", example.element,
+                              format_value(example.reference)));
+  for (const auto &r : example.ranks) {
+    std::string who = r.rank == checkers::Example::kSumOverRanks
+                          ? std::string("Sum over ranks")
+                          : fmt::format("Rank {}", r.rank);
+    lines.push_back(fmt::format(
+        "{}: {} = {}{}", who, r.element, format_value(r.value),
+        r.expected ? fmt::format("  (should be {})", format_value(*r.expected)) : ""));
+  }
+  if (auto disagree = example.disagreeing_ranks(); !disagree.empty())
+    lines.push_back(fmt::format("Ranks that disagree with the reference: {}",
+                                fmt::join(disagree, ", ")));
+  return lines;
+}
+
+// What the text report prints under a finding's message.
+std::vector<std::string> detail_lines(const checkers::Finding &f) {
+  std::vector<std::string> lines;
+  if (f.example)
+    lines = example_lines(*f.example);
+  lines.insert(lines.end(), f.details.begin(), f.details.end());
+  return lines;
+}
+
+// The example as data; a value that cannot be evaluated (NaN) is null.
+nlohmann::json example_json(const checkers::Example &example) {
+  auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  auto inputs = nlohmann::json::array();
+  for (const auto &input : example.inputs)
+    inputs.push_back({{"name", input.name}, {"value", number(input.value)}});
+  auto ranks = nlohmann::json::array();
+  for (const auto &r : example.ranks) {
+    nlohmann::json rank = {{"rank", r.rank == checkers::Example::kSumOverRanks
+                                        ? nlohmann::json("sum")
+                                        : nlohmann::json(r.rank)},
+                           {"element", r.element},
+                           {"value", number(r.value)}};
+    if (r.expected)
+      rank["expected"] = number(*r.expected);
+    ranks.push_back(std::move(rank));
+  }
+  return {{"world", example.world},         {"obligation", example.obligation},
+          {"layout", example.layout},
+          {"inputs", inputs},               {"element", example.element},
+          {"reference", number(example.reference)}, {"ranks", ranks},
+          {"disagreeing_ranks", example.disagreeing_ranks()}};
+}
+
 std::string verdict_word(Verdict::Kind kind) {
   switch (kind) {
   case Verdict::Kind::Proved:
@@ -85,7 +149,7 @@ void write_text(std::ostream &out, std::ostream &err,
     for (const auto &f : r.findings) {
       out << fmt::format("{}: {}: {} [{}]\n", location(f.loc),
                          checkers::severity_name(f.severity), f.message, f.rule_id());
-      for (const auto &line : f.details)
+      for (const auto &line : detail_lines(f))
         out << "  " << line << "\n";
       for (const auto &note : f.notes)
         out << fmt::format("{}: note: {}\n", location(note.loc), note.message);
@@ -133,16 +197,20 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                             {"line", f.loc.line},
                             {"message", f.message},
                             {"target", r.target.str()}});
-    for (const auto &f : r.findings)
-      findings.push_back({{"rule_id", f.rule_id()},
-                          {"severity", checkers::severity_name(f.severity)},
-                          {"file", display_path(f.loc.file)},
-                          {"line", f.loc.line},
-                          {"column", f.loc.column},
-                          {"message", f.message},
-                          {"details", f.details},
-                          {"notes", notes_json(f.notes)},
-                          {"target", r.target.str()}});
+    for (const auto &f : r.findings) {
+      nlohmann::json finding = {{"rule_id", f.rule_id()},
+                                {"severity", checkers::severity_name(f.severity)},
+                                {"file", display_path(f.loc.file)},
+                                {"line", f.loc.line},
+                                {"column", f.loc.column},
+                                {"message", f.message},
+                                {"details", detail_lines(f)},
+                                {"notes", notes_json(f.notes)},
+                                {"target", r.target.str()}};
+      if (f.example)
+        finding["example"] = example_json(*f.example);
+      findings.push_back(std::move(finding));
+    }
     auto obligations = nlohmann::json::array();
     for (const auto &o : r.obligations) {
       ++counts[static_cast<int>(o.verdict.kind)];

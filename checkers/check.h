@@ -5,6 +5,7 @@
 
 #include "checkers/lemmas.h"
 #include "checkers/prover/prover.h"
+#include "checkers/finding.h"
 #include "checkers/rules.h"
 #include "models/ir/linker.h"
 

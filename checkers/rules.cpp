@@ -123,15 +123,6 @@ std::string_view severity_name(Severity severity) {
 
 std::span<const Rule> all_rules() { return kRules; }
 
-Finding Finding::of(RuleCode code, ir::SourceLoc loc, std::string message) {
-  Finding f;
-  f.rule = code;
-  f.severity = checkers::rule(code).severity;
-  f.loc = std::move(loc);
-  f.message = std::move(message);
-  return f;
-}
-
 const Rule &rule(RuleCode code) { return kRules[static_cast<std::size_t>(code)]; }
 
 const Rule *find_rule(std::string_view text) {

@@ -1,8 +1,7 @@
 // The one registry of rule codes (ruff-style): id, name, severity, summary
-// and help, the help doubling as the rule's documentation page.
+// and help, the help doubling as the rule's documentation page. What a
+// check reports is a Finding (finding.h).
 #pragma once
-
-#include "models/ir/trace.h"
 
 #include <span>
 #include <string>
@@ -49,23 +48,6 @@ struct RuleSelection {
   std::vector<RuleCode> select;
   std::vector<RuleCode> ignore;
   bool reports(RuleCode code) const;
-};
-
-struct Finding {
-  RuleCode rule{};
-  Severity severity = Severity::Error;
-  ir::SourceLoc loc;
-  std::string message;
-  std::vector<std::string> details; // the Alive2-style explanation, line by line
-  struct Note {
-    ir::SourceLoc loc;
-    std::string message;
-  };
-  std::vector<Note> notes; // related places, printed as clang-style notes
-
-  std::string_view rule_id() const { return checkers::rule(rule).id; }
-  // A finding of `rule` at its rule's default severity.
-  static Finding of(RuleCode rule, ir::SourceLoc loc, std::string message);
 };
 
 } // namespace shardproof::checkers

@@ -55,12 +55,6 @@ bool is_related_value(const terms::TermStore &store, const ir::Node &node) {
                                  [&](TermId t) { return !store.is_const(t); });
 }
 
-std::string format_value(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e15)
-    return fmt::format("{}", static_cast<long long>(v));
-  return fmt::format("{:.6g}", v);
-}
-
 // A term still holding a rank's own leaf was not related to the reference.
 std::optional<prover::Verdict> blocked_by_rank_local(const terms::TermStore &store,
                                                      const LayoutEquation &eq) {
@@ -173,11 +167,51 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
   return {mismatch_rule, differs};
 }
 
+// The counterexample as data: the inputs it sets, the reference's element,
+// and the value of each rank's row for that element (or the ranks' sum).
+Example make_example(const CheckContext &context, const ValueObligation &ob,
+                     const LayoutEquation &eq, const prover::Counterexample &cex) {
+  const terms::TermStore &store = context.store;
+  const DistributedValue &value = ob.value;
+  const auto &row = eq.rows[cex.element];
+  auto values = [&](TermId v) {
+    auto it = cex.values.find(v);
+    return it == cex.values.end() ? 0.0 : it->second;
+  };
+  terms::DoubleEvaluator eval(store, values);
+  Example example;
+  example.world = context.program.world();
+  example.obligation = ob.name;
+  example.layout = ob.layout.str();
+  // Minimised values are mostly 0: list the others. Inputs the element
+  // does not depend on may take any value, so 0 is as good as any.
+  for (const auto &[var, v] : cex.values)
+    if (v != 0)
+      example.inputs.push_back({store.variable(var).name, v});
+  example.element = ob.element_prefix + ir::index_str(value.reference_shape, row.reference);
+  example.reference = eval(value.reference[row.reference]).value_or(NAN);
+  for (std::size_t i = 0; i < eq.rows.size(); ++i) {
+    const auto &other = eq.rows[i];
+    if (other.local != row.local || (row.rank >= 0) != (other.rank >= 0))
+      continue;
+    Example::RankValue rank_value;
+    rank_value.value = eval(eq.lhs[i]).value_or(NAN);
+    double want = eval(eq.rhs[i]).value_or(NAN);
+    if (!terms::nearly_equal(rank_value.value, want))
+      rank_value.expected = want;
+    rank_value.rank = other.rank < 0 ? Example::kSumOverRanks : value.rank_id(other.rank);
+    rank_value.element =
+        other.rank < 0 ? example.element
+                       : ob.element_prefix +
+                             ir::index_str(value.rank_shapes[other.rank], other.local);
+    example.ranks.push_back(std::move(rank_value));
+  }
+  return example;
+}
+
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
   auto &store = context.store;
-  const DistributedValue &value = ob.value;
-  const prover::Counterexample &cex = *verdict.counterexample;
   const Layout inferred = infer_layout(store, ob.value);
   auto divergence =
       locate_divergence(store, context.program, ob.home_rank, ob.home_node, inferred);
@@ -194,57 +228,14 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
     for (TermId v : terms::variables_of(store, eq.lhs))
       if (auto it = context.random_divergences.find(v);
           it != context.random_divergences.end()) {
-        diagnosis = {RuleCode::RngDivergence, fmt::format("{}, so {} differs from the single-device "
-                                          "reference",
-                                          it->second.message, ob.subject)};
+        diagnosis = {RuleCode::RngDivergence,
+                     fmt::format("{}, so {} differs from the single-device reference",
+                                 it->second.message, ob.subject)};
         where = it->second.loc;
         break;
       }
   Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
-
-  // Alive2-style: example, then the reference value and every rank's.
-  const auto &row = eq.rows[cex.element];
-  auto values = [&](TermId v) {
-    auto it = cex.values.find(v);
-    return it == cex.values.end() ? 0.0 : it->second;
-  };
-  terms::DoubleEvaluator eval(store, values);
-  // Minimised values are mostly 0: list the others. Inputs the element
-  // does not depend on may take any value, so 0 is as good as any.
-  f.details.push_back("Example:");
-  for (const auto &[var, v] : cex.values)
-    if (v != 0)
-      f.details.push_back(
-          fmt::format("  {} = {}", store.variable(var).name, format_value(v)));
-  f.details.push_back("  every other input = 0");
-  std::string element =
-      ob.element_prefix + ir::index_str(value.reference_shape, row.reference);
-  f.details.push_back(
-      fmt::format("Reference (world 1): {} = {}", element,
-                  format_value(eval(value.reference[row.reference]).value_or(NAN))));
-  std::vector<int> disagree;
-  for (std::size_t i = 0; i < eq.rows.size(); ++i) {
-    const auto &other = eq.rows[i];
-    if (other.local != row.local || (row.rank >= 0) != (other.rank >= 0))
-      continue;
-    double got = eval(eq.lhs[i]).value_or(NAN);
-    double want = eval(eq.rhs[i]).value_or(NAN);
-    bool differs = !terms::nearly_equal(got, want);
-    std::string who = other.rank < 0 ? "Sum over ranks"
-                                     : fmt::format("Rank {}", value.rank_id(other.rank));
-    std::string where =
-        other.rank < 0 ? element
-                       : ob.element_prefix +
-                             ir::index_str(value.rank_shapes[other.rank], other.local);
-    f.details.push_back(
-        fmt::format("{}: {} = {}{}", who, where, format_value(got),
-                    differs ? fmt::format("  (should be {})", format_value(want)) : ""));
-    if (differs && other.rank >= 0)
-      disagree.push_back(value.rank_id(other.rank));
-  }
-  if (!disagree.empty())
-    f.details.push_back(fmt::format("Ranks that disagree with the reference: {}",
-                                    fmt::join(disagree, ", ")));
+  f.example = make_example(context, ob, eq, *verdict.counterexample);
   if (const Layout &final = inferred; final.kind == Layout::Kind::PartialSum)
     f.details.push_back(
         final.factor == 1

@@ -75,6 +75,24 @@ TEST(Cli, JsonFollowsTheDocumentedShape) {
   EXPECT_EQ(f["line"],
             line_of("examples/tp_mlp.py", "partial = F.linear(x, self.weight)"));
   EXPECT_TRUE(f["message"].is_string());
+  // The counterexample as data, and the same rendered as the text's lines.
+  const auto &example = f["example"];
+  EXPECT_EQ(example["world"], 2);
+  EXPECT_EQ(example["obligation"], "forward: 'out' is replicated");
+  EXPECT_EQ(example["layout"], "replicated");
+  EXPECT_EQ(example["inputs"], nlohmann::json::parse(R"([{"name": "fc1.bias[7]", "value": 1.0},
+      {"name": "fc2.weight[0,7]", "value": 1.0}])"));
+  EXPECT_EQ(example["element"], "out[0,0]");
+  ASSERT_EQ(example["ranks"].size(), 2u);
+  EXPECT_EQ(example["ranks"][0]["rank"], 0);
+  EXPECT_EQ(example["ranks"][0]["value"], 0.0);
+  EXPECT_NEAR(example["ranks"][0]["expected"].get<double>(), 0.841345, 1e-6);
+  EXPECT_NEAR(example["ranks"][1]["value"].get<double>(), example["reference"].get<double>(),
+              1e-12);
+  EXPECT_FALSE(example["ranks"][1].contains("expected"));
+  EXPECT_EQ(example["disagreeing_ranks"], nlohmann::json::array({0}));
+  EXPECT_EQ(f["details"][0], "Example:");
+  EXPECT_EQ(f["details"][5], "Rank 0: out[0,0] = 0  (should be 0.841345)");
 }
 
 TEST(Cli, RulesAreListedWithTheirHelp) {
