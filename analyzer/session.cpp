@@ -94,9 +94,9 @@ void apply_suppressions(std::vector<checkers::Finding> &findings,
   for (auto &f : findings) {
     std::smatch m;
     std::string line = line_of(f.loc);
-    bool ignored = !selection.reports(f.rule) ||
-                   (std::regex_search(line, m, marker) &&
-                    m[1].str().find(f.rule_id()) != std::string::npos);
+    bool ignored =
+        !selection.reports(f.rule) || (std::regex_search(line, m, marker) &&
+                                       m[1].str().find(f.rule_id()) != std::string::npos);
     (ignored ? suppressed : kept).push_back(std::move(f));
   }
   findings = std::move(kept);
@@ -215,7 +215,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   } else {
     result.trace = summarize(store, ranks[0]);
     ir::LinkedProgram program(store, reference, ranks);
-    checkers::CheckContext context{store, program, options.prover,
+    prover::WorkerProver prover(options.prover);
+    checkers::CheckContext context{store, program, prover,
                                    {},    {},      checkers::Lemmas(store)};
     checkers::run_checks(context, options.checks);
     result.findings = std::move(context.findings);

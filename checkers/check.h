@@ -3,9 +3,9 @@
 // they run (Alive2 style): structural problems first, then equivalence.
 #pragma once
 
+#include "checkers/finding.h"
 #include "checkers/lemmas.h"
 #include "checkers/prover/prover.h"
-#include "checkers/finding.h"
 #include "checkers/rules.h"
 #include "models/ir/linker.h"
 
@@ -33,7 +33,7 @@ struct RandomDivergence {
 struct CheckContext {
   terms::TermStore &store;
   ir::LinkedProgram &program;
-  const prover::ProverOptions &options;
+  prover::Prover &prover; // every obligation goes through it
   std::vector<Finding> findings;
   std::vector<ObligationResult> obligations;
   Lemmas lemmas; // proved values that later obligations abstract

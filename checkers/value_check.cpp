@@ -136,9 +136,10 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                                               computed_here(*divergence))
                                 : "")};
   if (partial)
-    return {RuleCode::MissingReduction, fmt::format("{} is {} and reaches {} without a reduction",
-                                 computed_here(*divergence), divergence->layout.str(),
-                                 ob.subject)};
+    return {RuleCode::MissingReduction,
+            fmt::format("{} is {} and reaches {} without a reduction",
+                        computed_here(*divergence), divergence->layout.str(),
+                        ob.subject)};
   if (scaled)
     return {RuleCode::WrongScaling,
             fmt::format("{} is {}: a sum where an average belongs, or the "
@@ -147,9 +148,10 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
   // The whole value off by a constant factor, though no single operation
   // introduced it (a sum over ranks of values that were never averaged).
   if (const Layout &final = inferred; final.kind == Kind::Scaled)
-    return {RuleCode::WrongScaling, fmt::format("{} is {}: a sum where an average belongs, or the "
-                                 "reverse",
-                                 ob.subject, final.str())};
+    return {RuleCode::WrongScaling,
+            fmt::format("{} is {}: a sum where an average belongs, or the "
+                        "reverse",
+                        ob.subject, final.str())};
   if (misreduced)
     return {mismatch_rule,
             fmt::format("the collective here ({}) leaves every rank with a share of "
@@ -188,7 +190,8 @@ Example make_example(const CheckContext &context, const ValueObligation &ob,
   for (const auto &[var, v] : cex.values)
     if (v != 0)
       example.inputs.push_back({store.variable(var).name, v});
-  example.element = ob.element_prefix + ir::index_str(value.reference_shape, row.reference);
+  example.element =
+      ob.element_prefix + ir::index_str(value.reference_shape, row.reference);
   example.reference = eval(value.reference[row.reference]).value_or(NAN);
   for (std::size_t i = 0; i < eq.rows.size(); ++i) {
     const auto &other = eq.rows[i];
@@ -266,8 +269,8 @@ AxisGroups axis_groups(const ir::LinkedProgram &program) {
 }
 
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
-                                            ir::LinkedProgram &program,
-                                            int home_rank, ir::NodeId start_node,
+                                            ir::LinkedProgram &program, int home_rank,
+                                            ir::NodeId start_node,
                                             const Layout &value_layout) {
   const ir::Trace &ref = program.reference();
   const int world = program.world();
@@ -489,8 +492,7 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 }
 
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
-                                       RuleCode missing_rule,
-                                       const std::string &subject,
+                                       RuleCode missing_rule, const std::string &subject,
                                        const std::vector<int> &members) {
   auto &program = context.program;
   DistributedValue value;
@@ -540,8 +542,7 @@ prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
       return verdict;
     }
     if (!blocked_by_rank_local(store, small)) {
-      prover::Verdict verdict =
-          prover::prove_equal(store, small.lhs, small.rhs, context.options);
+      prover::Verdict verdict = context.prover.prove(store, small.lhs, small.rhs);
       if (verdict.kind == prover::Verdict::Kind::Proved) {
         context.lemmas.remember(key, obligation);
         verdict.method += ", modular";
@@ -550,7 +551,7 @@ prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
     }
   }
   // Unabstracted: the only form that may be refuted.
-  return prover::prove_equal(store, eq.lhs, eq.rhs, context.options);
+  return context.prover.prove(store, eq.lhs, eq.rhs);
 }
 
 void check_value(CheckContext &context, const ValueObligation &ob) {

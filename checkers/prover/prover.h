@@ -76,6 +76,30 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
                          std::span<const TermId> rhs, const ProverOptions &options,
                          unsigned solver_ms);
 
+// The seam between the checks and the solver: a check hands each obligation
+// to its context's Prover and gets the verdict back before it builds the
+// next one (a module-boundary lemma must be proved before the obligations
+// that abstract it). A result cache or parallel workers go behind it.
+class Prover {
+public:
+  virtual ~Prover() = default;
+  virtual Verdict prove(terms::TermStore &store, std::span<const TermId> lhs,
+                        std::span<const TermId> rhs) = 0;
+};
+
+// One obligation at a time, each in its own forked worker (prove_equal).
+class WorkerProver final : public Prover {
+public:
+  explicit WorkerProver(ProverOptions options) : options_(std::move(options)) {}
+  Verdict prove(terms::TermStore &store, std::span<const TermId> lhs,
+                std::span<const TermId> rhs) override {
+    return prove_equal(store, lhs, rhs, options_);
+  }
+
+private:
+  ProverOptions options_;
+};
+
 std::string encode_verdict(const Verdict &verdict);
 Verdict decode_verdict(const std::string &text);
 
