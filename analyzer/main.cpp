@@ -3,44 +3,19 @@
 #include "analyzer/report.h"
 #include "analyzer/session.h"
 #include "checkers/rules.h"
-#include "frontend/python/interpreter.h"
+#include "frontend/python/python_frontend.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 using namespace shardproof;
 
 namespace {
-// "megatron" or "deepspeed" from the folders of a checkout, else "".
-std::string detect_framework(const std::string &root) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(fs::path(root) / "megatron" / "core"))
-    return "megatron";
-  if (fs::is_directory(fs::path(root) / "deepspeed"))
-    return "deepspeed";
-  return "";
-}
-
-// The world a layout "tp=2,dp=2,sp=1" needs: the product of its axes.
-int layout_world(const std::string &layout) {
-  int world = 1;
-  std::stringstream items(layout);
-  for (std::string item; std::getline(items, item, ',');) {
-    auto eq = item.find('=');
-    if (eq != std::string::npos && item.substr(0, eq) != "sp")
-      world *= std::max(1, std::atoi(item.c_str() + eq + 1));
-  }
-  return world;
-}
-
 // Rule ids (SP001) or names (forward-mismatch) as codes; nullopt after
 // saying which one is unknown.
 std::optional<std::vector<checkers::RuleCode>>
@@ -49,7 +24,8 @@ rule_codes(const std::vector<std::string> &texts) {
   for (const auto &text : texts) {
     const checkers::Rule *r = checkers::find_rule(text);
     if (!r) {
-      std::cerr << "shardproof: unknown rule " << text << " (`shardproof rules` lists them)\n";
+      std::cerr << "shardproof: unknown rule " << text
+                << " (`shardproof rules` lists them)\n";
       return std::nullopt;
     }
     codes.push_back(r->code);
@@ -140,7 +116,8 @@ int main(int argc, char **argv) {
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
   std::vector<std::string> rule_ids;
-  rules->add_option("ids", rule_ids, "only these rules (ids or names: SP001, forward-mismatch)");
+  rules->add_option("ids", rule_ids,
+                    "only these rules (ids or names: SP001, forward-mismatch)");
   rules->add_flag("--markdown", markdown, "as markdown (docs/rules.md)");
 
   try {
@@ -171,13 +148,14 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  bool layout_given = sequence_parallel;
-  for (const auto &[axis, size] : axes)
-    layout_given = layout_given || size > 0;
+  frontend::RecipeRequest request{.framework = framework,
+                                  .entry = recipe,
+                                  .axes = axes,
+                                  .sequence_parallel = sequence_parallel};
   if (*scan) {
-    if (framework.empty())
-      framework = detect_framework(scan_root);
-    if (framework.empty()) {
+    if (request.framework.empty())
+      request.framework = frontend::detect_framework(scan_root);
+    if (request.framework.empty()) {
       std::cerr << "shardproof: " << scan_root
                 << " holds neither megatron/core nor deepspeed/: pass --framework\n";
       return 2;
@@ -185,38 +163,22 @@ int main(int argc, char **argv) {
     targets = {scan_root};
   }
   std::vector<analyzer::Target> runs;
-  if (!framework.empty()) {
+  if (!request.framework.empty()) {
     if (targets.size() != 1 || (*check && recipe.empty())) {
       std::cerr << "shardproof: --framework takes one ROOT and an --entry\n";
       return 2;
     }
-    // The recipes read the tree's location and the layout from the environment.
-    setenv(framework == "megatron" ? "MEGATRON_ROOT" : "DEEPSPEED_ROOT",
-           targets[0].c_str(), 1);
-    std::string recipes =
-        fmt::format("{}/{}/recipes.py", SHARDPROOF_RECIPES_DIR, framework);
-    if (*scan) {
-      try {
-        for (const auto &config : frontend::recipe_matrix(recipes))
-          runs.push_back({recipes, config.entry, config.layout});
-      } catch (const std::exception &e) {
-        std::cerr << "shardproof: " << e.what() << "\n";
-        return 2;
-      }
-    } else {
-      std::string layout;
-      if (layout_given) {
-        // Tensor parallelism defaults to 2: a layout without it would check
-        // nothing of the tensor-parallel code.
-        if (axes["tp"] == 0)
-          axes["tp"] = 2;
-        for (const auto &[axis, size] : axes)
-          layout += fmt::format("{}={},", axis, std::max(size, 1));
-        layout += sequence_parallel ? "sp=1" : "sp=0";
-      }
-      runs.push_back({recipes, recipe, layout});
+    request.root = targets[0];
+    try {
+      if (*scan)
+        runs = frontend::scan_targets(request.root, request.framework);
+      else
+        runs.push_back(frontend::recipe_target(request));
+    } catch (const std::exception &e) {
+      std::cerr << "shardproof: " << e.what() << "\n";
+      return 2;
     }
-  } else if (!recipe.empty() || layout_given) {
+  } else if (!recipe.empty() || request.layout_given()) {
     std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp and --sp go with "
                  "--framework\n";
     return 2;
@@ -238,14 +200,11 @@ int main(int argc, char **argv) {
     options.checks.reduce_dtype = ir::dtype_from_name(reduce_dtype);
   options.trace_time_limit =
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
+  options.world = world;
   std::vector<analyzer::TargetResult> results;
   try {
-    for (const auto &run : runs) {
-      // A recipe's layout (handed to Python with the run) sets the world:
-      // the product of its axes.
-      options.world = run.layout.empty() ? world : layout_world(run.layout);
+    for (const auto &run : runs)
       results.push_back(analyzer::check_target(run, options));
-    }
   } catch (const std::exception &e) {
     std::cerr << "shardproof: internal error: " << e.what() << "\n";
     return 2;
@@ -255,6 +214,8 @@ int main(int argc, char **argv) {
   else
     analyzer::write_text(std::cout, std::cerr, results);
   if (*scan) // an absent component is what this tree is, not an error
-    std::erase_if(results, [](const auto &r) { return r.verdict() == analyzer::TargetVerdict::Absent; });
+    std::erase_if(results, [](const auto &r) {
+      return r.verdict() == analyzer::TargetVerdict::Absent;
+    });
   return analyzer::exit_code(results);
 }

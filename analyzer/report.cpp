@@ -35,8 +35,7 @@ std::string location(const ir::SourceLoc &loc) {
 std::string failure_line(const TargetResult &r) {
   const auto &f = *r.failure;
   std::string where = f.loc.file.empty() ? display_path(r.target.path) : location(f.loc);
-  return fmt::format("{}: {}: {}", where, json_name(r.verdict()),
-                     f.message);
+  return fmt::format("{}: {}: {}", where, json_name(r.verdict()), f.message);
 }
 
 nlohmann::json notes_json(const std::vector<checkers::Finding::Note> &notes) {
@@ -89,7 +88,9 @@ std::vector<std::string> detail_lines(const checkers::Finding &f) {
 
 // The example as data; a value that cannot be evaluated (NaN) is null.
 nlohmann::json example_json(const checkers::Example &example) {
-  auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  auto number = [](double v) {
+    return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+  };
   auto inputs = nlohmann::json::array();
   for (const auto &input : example.inputs)
     inputs.push_back({{"name", input.name}, {"value", number(input.value)}});
@@ -104,10 +105,13 @@ nlohmann::json example_json(const checkers::Example &example) {
       rank["expected"] = number(*r.expected);
     ranks.push_back(std::move(rank));
   }
-  return {{"world", example.world},         {"obligation", example.obligation},
+  return {{"world", example.world},
+          {"obligation", example.obligation},
           {"layout", example.layout},
-          {"inputs", inputs},               {"element", example.element},
-          {"reference", number(example.reference)}, {"ranks", ranks},
+          {"inputs", inputs},
+          {"element", example.element},
+          {"reference", number(example.reference)},
+          {"ranks", ranks},
           {"disagreeing_ranks", example.disagreeing_ranks()}};
 }
 

@@ -1,5 +1,6 @@
 #include "analyzer/session.h"
 
+#include "frontend/python/python_frontend.h"
 #include "models/ir/linker.h"
 #include "models/terms/term_store.h"
 
@@ -8,21 +9,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 
 namespace shardproof::analyzer {
 
 using prover::Verdict;
-
-Target parse_target(const std::string &text) {
-  auto sep = text.rfind("::");
-  if (sep == std::string::npos)
-    return {text, "entry", ""};
-  return {text.substr(0, sep), text.substr(sep + 2), ""};
-}
 
 std::size_t TargetResult::count(Verdict::Kind kind) const {
   return static_cast<std::size_t>(
@@ -75,16 +69,13 @@ namespace {
 // selection leaves out, into `suppressed`.
 void apply_suppressions(std::vector<checkers::Finding> &findings,
                         std::vector<checkers::Finding> &suppressed,
-                        const checkers::RuleSelection &selection) {
+                        const checkers::RuleSelection &selection,
+                        const frontend::SourceFiles &sources) {
   static const std::regex marker(R"(shardproof:\s*ignore\[([A-Z0-9,\s]*)\])");
-  std::map<std::string, std::vector<std::string>> sources;
   auto line_of = [&](const ir::SourceLoc &loc) -> std::string {
-    auto [it, fresh] = sources.try_emplace(loc.file);
-    if (fresh) {
-      std::ifstream in(loc.file);
-      for (std::string line; std::getline(in, line);)
-        it->second.push_back(line);
-    }
+    auto it = sources.find(loc.file);
+    if (it == sources.end())
+      return "";
     const auto &lines = it->second;
     return loc.line >= 1 && loc.line <= static_cast<int>(lines.size())
                ? lines[loc.line - 1]
@@ -127,55 +118,10 @@ TraceSummary summarize(const terms::TermStore &store, const ir::Trace &trace) {
 } // namespace
 
 namespace {
-// Traces every rank, in passes: a rank whose code turns a collective's result
-// into a Python number (token counts that size an all-to-all) stops at a
-// placeholder, since results exist only once the ranks are linked. When the
-// ranks' partial traces link some collectives to constants, the ranks are
-// traced again with those results known, until they all finish or a pass
-// learns nothing. The last pass is checked: linking its collectives must give
-// the constants it ran with, or the traces are not trusted.
-template <typename TraceRank>
-std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
-                                   std::optional<frontend::TraceFailure> &failure,
-                                   TraceRank trace_rank) {
-  constexpr int kMaxPasses = 8;
-  ir::Trace reference; // linking ranks to each other needs none
-  std::vector<ir::KnownCollectives> known(static_cast<std::size_t>(world));
-  for (int pass = 1;; ++pass) {
-    failure.reset();
-    std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r)
-      trace_rank(r, ranks[r], known[r]);
-    if (!failure && pass == 1)
-      return ranks; // nothing ran with known results: nothing to check
-    ir::LinkedProgram program(store, reference, ranks);
-    bool learned = false, consistent = true;
-    for (int r = 0; r < world; ++r)
-      for (const ir::Collective &call : ranks[r].collectives) {
-        std::vector<terms::TermId> linked = program.linked(r, call.outputs);
-        auto key = std::make_pair(call.group, call.sequence);
-        if (auto it = known[r].find(key); it != known[r].end()) {
-          if (it->second != linked && consistent) {
-            consistent = false;
-            failure = frontend::TraceFailure{
-                frontend::TraceFailure::Kind::Unsupported, call.loc,
-                fmt::format("collective #{} on group {} linked to other values when the "
-                            "ranks were traced again with its result known",
-                            call.sequence, call.group)};
-          }
-          continue;
-        }
-        if (std::all_of(linked.begin(), linked.end(),
-                        [&](terms::TermId t) { return store.is_const(t); })) {
-          known[r][key] = std::move(linked);
-          learned = true;
-        }
-      }
-    if (!consistent || !failure ||
-        failure->kind != frontend::TraceFailure::Kind::Unsupported || !learned ||
-        pass == kMaxPasses)
-      return ranks;
-  }
+// The frontend for the target's language. (The CUDA frontend will take
+// `.cu` files here.)
+std::unique_ptr<frontend::Frontend> frontend_for(const Target &) {
+  return std::make_unique<frontend::PythonFrontend>();
 }
 } // namespace
 
@@ -183,27 +129,11 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TargetResult result;
   result.target = target;
-  result.world = options.world;
+  result.world = target.world.value_or(options.world);
   terms::TermStore store;
-
-  auto trace = [&](int world, int rank, terms::VarKind kind, ir::Trace &out,
-                   const ir::KnownCollectives &known) {
-    frontend::RankRun run{target.path, target.function,          world,
-                          rank,        options.trace_time_limit, target.layout,
-                          known};
-    auto failure = frontend::trace_rank(store, run, kind, out);
-    if (failure && !result.failure)
-      result.failure = std::move(failure);
-  };
-  ir::Trace reference;
-  trace(1, 0, terms::VarKind::Reference, reference, {});
-  std::vector<ir::Trace> ranks;
-  if (!result.failure)
-    ranks =
-        trace_ranks(store, options.world, result.failure,
-                    [&](int rank, ir::Trace &out, const ir::KnownCollectives &known) {
-                      trace(options.world, rank, terms::VarKind::RankLocal, out, known);
-                    });
+  frontend::TracedProgram traced = frontend_for(target)->trace(
+      store, target, {.world = result.world, .time_limit = options.trace_time_limit});
+  result.failure = std::move(traced.failure);
 
   if (result.failure) {
     if (result.failure->kind == frontend::TraceFailure::Kind::Unsupported) {
@@ -213,14 +143,14 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
           {"trace " + target.str(), result.failure->loc, std::move(blocked)});
     }
   } else {
-    result.trace = summarize(store, ranks[0]);
-    ir::LinkedProgram program(store, reference, ranks);
+    result.trace = summarize(store, traced.ranks[0]);
+    ir::LinkedProgram program(store, traced.reference, traced.ranks);
     prover::WorkerProver prover(options.prover);
     checkers::CheckContext context{store, program, prover,
                                    {},    {},      checkers::Lemmas(store)};
     checkers::run_checks(context, options.checks);
     result.findings = std::move(context.findings);
-    apply_suppressions(result.findings, result.suppressed, options.rules);
+    apply_suppressions(result.findings, result.suppressed, options.rules, traced.sources);
     result.obligations = std::move(context.obligations);
   }
   result.seconds =

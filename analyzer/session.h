@@ -3,7 +3,7 @@
 #pragma once
 
 #include "checkers/check.h"
-#include "frontend/python/interpreter.h"
+#include "frontend/frontend.h"
 
 #include <chrono>
 #include <map>
@@ -13,19 +13,9 @@
 
 namespace shardproof::analyzer {
 
-struct Target {
-  std::string path;     // as the user wrote it
-  std::string function; // defaults to "entry"
-  std::string layout;   // a recipe's parallel layout ("tp=2,sp=1"), if any
-  std::string str() const { return str_with_path(path); }
-  // As str(), with the path shown as `shown` (relative to the working folder).
-  std::string str_with_path(const std::string &shown) const {
-    return shown + "::" + function + (layout.empty() ? "" : " [" + layout + "]");
-  }
-};
-
-// "FILE.py::FUNC" or "FILE.py" (FUNC = entry).
-Target parse_target(const std::string &text);
+// What to check, as a frontend reads it.
+using frontend::parse_target;
+using frontend::Target;
 
 struct SessionOptions {
   int world = 2;
@@ -73,6 +63,9 @@ struct TargetResult {
   std::size_t count(prover::Verdict::Kind kind) const;
 };
 
+// Traces the target with the frontend for its language, links the traces
+// and runs the checks. A target's own world (a recipe's layout) overrides
+// options.world.
 TargetResult check_target(const Target &target, const SessionOptions &options);
 
 // 2 usage or internal error, 1 an error-severity finding, 3 something could

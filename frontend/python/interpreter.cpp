@@ -70,6 +70,17 @@ PyObject *driver_module() {
   return module;
 }
 
+// A Python dict of `variables` (a new reference).
+PyObject *string_dict(const std::map<std::string, std::string> &variables) {
+  PyObject *dict = PyDict_New();
+  for (const auto &[name, value] : variables) {
+    PyObject *text = PyUnicode_FromString(value.c_str());
+    PyDict_SetItemString(dict, name.c_str(), text);
+    Py_DECREF(text);
+  }
+  return dict;
+}
+
 // A function of the driver module (a new reference).
 PyObject *driver(const char *name = "run_rank") {
   PyObject *function = PyObject_GetAttrString(driver_module(), name);
@@ -175,13 +186,15 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   out.world = run.world;
   RecordingContext context{&store, &out, leaf_kind, &run.known_collectives};
   set_recording_context(&context);
+  PyObject *environment = string_dict(run.environment);
   PyObject *result;
   {
     Watchdog watchdog(run.time_limit);
     result =
-        PyObject_CallFunction(run_rank, "ssiis", run.path.c_str(), run.function.c_str(),
-                              run.world, run.rank, run.layout.c_str());
+        PyObject_CallFunction(run_rank, "ssiiO", run.path.c_str(), run.function.c_str(),
+                              run.world, run.rank, environment);
   }
+  Py_DECREF(environment);
   Py_DECREF(run_rank);
   set_recording_context(nullptr);
   if (!result)
@@ -207,9 +220,13 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   return failure;
 }
 
-std::vector<RecipeConfig> recipe_matrix(const std::string &path) {
+std::vector<RecipeConfig>
+recipe_matrix(const std::string &path,
+              const std::map<std::string, std::string> &environment) {
   PyObject *function = driver("scan_matrix");
-  PyObject *result = PyObject_CallFunction(function, "s", path.c_str());
+  PyObject *variables = string_dict(environment);
+  PyObject *result = PyObject_CallFunction(function, "sO", path.c_str(), variables);
+  Py_DECREF(variables);
   Py_DECREF(function);
   if (!result)
     throw std::runtime_error("shardproof's Python runtime failed: " +

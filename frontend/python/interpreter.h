@@ -2,26 +2,17 @@
 // process, started on first use, with the stand-in torch first on sys.path.
 #pragma once
 
+#include "frontend/frontend.h"
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace shardproof::frontend {
-
-struct TraceFailure {
-  enum class Kind {
-    BadInput,    // the harness is wrong: syntax error, missing FUNC, FUNC raised
-    Unsupported, // valid code shardproof does not model (yet): could not prove
-    Absent,      // a recipe's component is not in this framework tree
-  };
-  Kind kind = Kind::BadInput;
-  ir::SourceLoc loc;
-  std::string message;
-};
 
 struct RankRun {
   std::string path;     // the harness file
@@ -31,9 +22,9 @@ struct RankRun {
   // Python code that runs longer is interrupted where it is and reported as
   // bad input (an endless loop in the user's code must not hang shardproof).
   std::chrono::milliseconds time_limit{120000};
-  // A recipe's parallel layout ("tp=2,dp=2,sp=1"), handed to Python as
-  // SHARDPROOF_PARALLEL; empty leaves the environment as it is.
-  std::string layout;
+  // Set in Python's os.environ for this run only (a recipe's MEGATRON_ROOT
+  // and SHARDPROOF_PARALLEL layout), restored after it.
+  std::map<std::string, std::string> environment;
   // Collective results an earlier pass linked to constants (see
   // ir::KnownCollectives).
   ir::KnownCollectives known_collectives;
@@ -56,8 +47,11 @@ struct RecipeConfig {
   std::string layout; // SHARDPROOF_PARALLEL: "tp=2,dp=1,sp=1"
 };
 
-// The recipe file's SCAN table. Throws std::invalid_argument naming the file
-// and line when it cannot be read.
-std::vector<RecipeConfig> recipe_matrix(const std::string &path);
+// The recipe file's SCAN table, read with `environment` set (the tree's
+// location). Throws std::invalid_argument naming the file and line when it
+// cannot be read.
+std::vector<RecipeConfig>
+recipe_matrix(const std::string &path,
+              const std::map<std::string, std::string> &environment);
 
 } // namespace shardproof::frontend

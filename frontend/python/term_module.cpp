@@ -451,12 +451,15 @@ template <typename T> std::vector<T> int_list(PyObject *seq) {
 ir::Trace &trace() { return *g_context->trace; }
 
 PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"op", "category", "file", "line", "column", "function", "shape", "dtype", "elements", "parents", nullptr};
+  static const char *keywords[] = {"op",       "category", "file",  "line",
+                                   "column",   "function", "shape", "dtype",
+                                   "elements", "parents",  nullptr};
   const char *op, *category, *file, *function, *dtype;
   int line, column;
   PyObject *shape, *elems, *inputs;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sssiisOsOO", const_cast<char **>(keywords), &op, &category, &file, &line, &column,
-                        &function, &shape, &dtype, &elems, &inputs))
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "sssiisOsOO", const_cast<char **>(keywords), &op, &category,
+          &file, &line, &column, &function, &shape, &dtype, &elems, &inputs))
     return nullptr;
   ir::Node node;
   node.op = op;
@@ -472,12 +475,15 @@ PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
 }
 
 PyObject *py_record_leaf(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"role", "name", "shape", "elements", "partition_dim", "partition_stride", "shard", "shards", "file", "line", nullptr};
+  static const char *keywords[] = {
+      "role",  "name",   "shape", "elements", "partition_dim", "partition_stride",
+      "shard", "shards", "file",  "line",     nullptr};
   const char *role, *name, *file;
   PyObject *shape, *elems;
   int partition_dim, stride, shard_index, shard_count, line;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ssOOiiiisi", const_cast<char **>(keywords), &role, &name, &shape, &elems, &partition_dim,
-                        &stride, &shard_index, &shard_count, &file, &line))
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "ssOOiiiisi", const_cast<char **>(keywords), &role, &name, &shape,
+          &elems, &partition_dim, &stride, &shard_index, &shard_count, &file, &line))
     return nullptr;
   ir::Leaf leaf;
   leaf.role =
@@ -515,12 +521,13 @@ bool module_values(PyObject *list, std::vector<ir::ModuleCall::Value> &out) {
 }
 
 PyObject *py_record_module_call(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"name", "type_name", "file", "line", "inputs", "outputs", nullptr};
+  static const char *keywords[] = {"name",   "type_name", "file", "line",
+                                   "inputs", "outputs",   nullptr};
   const char *name, *type_name, *file;
   int line;
   PyObject *inputs, *outputs;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sssiOO", const_cast<char **>(keywords), &name, &type_name, &file, &line, &inputs,
-                        &outputs))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sssiOO", const_cast<char **>(keywords),
+                                   &name, &type_name, &file, &line, &inputs, &outputs))
     return nullptr;
   ir::ModuleCall call;
   call.name = name;
@@ -569,15 +576,21 @@ PyObject *py_record_parallel_group(PyObject *, PyObject *args) {
 }
 
 PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"kind", "op", "group", "sequence", "src", "input_shape", "output_shape", "dtype", "inputs", "outputs", "file", "line", "column", "function", "node", "input_splits", "output_splits", nullptr};
+  static const char *keywords[] = {
+      "kind",          "op",          "group",        "sequence",
+      "src",           "input_shape", "output_shape", "dtype",
+      "inputs",        "outputs",     "file",         "line",
+      "column",        "function",    "node",         "input_splits",
+      "output_splits", nullptr};
   const char *kind, *op, *dtype, *file, *function;
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
   PyObject *input_splits = nullptr, *output_splits = nullptr;
   int sequence, src, line, column;
   unsigned node;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ssOiiOOsOOsiisI|OO", const_cast<char **>(keywords), &kind, &op, &group, &sequence, &src,
-                        &in_shape, &out_shape, &dtype, &inputs, &outputs, &file, &line,
-                        &column, &function, &node, &input_splits, &output_splits))
+  if (!PyArg_ParseTupleAndKeywords(
+          args, kwargs, "ssOiiOOsOOsiisI|OO", const_cast<char **>(keywords), &kind, &op,
+          &group, &sequence, &src, &in_shape, &out_shape, &dtype, &inputs, &outputs,
+          &file, &line, &column, &function, &node, &input_splits, &output_splits))
     return nullptr;
   ir::Collective c;
   auto k = ir::collective_from_name(kind);
@@ -627,12 +640,13 @@ PyObject *py_known_collective(PyObject *, PyObject *args) {
 }
 
 PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"path", "node", "shape", "dtype", "elements", "role", "subject", nullptr};
+  static const char *keywords[] = {"path",     "node", "shape",   "dtype",
+                                   "elements", "role", "subject", nullptr};
   const char *path, *dtype, *role, *subject;
   unsigned node;
   PyObject *shape, *elems;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sIOsOss", const_cast<char **>(keywords), &path, &node, &shape, &dtype, &elems, &role,
-                        &subject))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sIOsOss", const_cast<char **>(keywords),
+                                   &path, &node, &shape, &dtype, &elems, &role, &subject))
     return nullptr;
   ir::Output out;
   std::string_view r = role;
@@ -689,28 +703,36 @@ PyObject *py_take_symbolic_stops(PyObject *, PyObject *) {
 PyMethodDef module_methods[] = {
     {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
-    {"evaluate", in_trace<py_evaluate>, METH_VARARGS, "evaluate(terms, vars, values) -> floats"},
-    {"var", in_trace<py_var>, METH_VARARGS, "var(name, origin) -> a fresh symbolic leaf element"},
+    {"evaluate", in_trace<py_evaluate>, METH_VARARGS,
+     "evaluate(terms, vars, values) -> floats"},
+    {"var", in_trace<py_var>, METH_VARARGS,
+     "var(name, origin) -> a fresh symbolic leaf element"},
     {"placeholder", in_trace<py_placeholder>, METH_VARARGS,
      "a collective result, resolved at link time"},
     {"opaque", in_trace<py_opaque>, METH_VARARGS, "a value shardproof does not model"},
-    {"rename", in_trace<py_rename>, METH_VARARGS, "rename(term, name): the name reports use"},
+    {"rename", in_trace<py_rename>, METH_VARARGS,
+     "rename(term, name): the name reports use"},
     {"apply", in_trace<py_apply>, METH_VARARGS, "apply(fn, x): a nonlinear function"},
     {"where", in_trace<py_where>, METH_VARARGS, "where(cond, a, b)"},
     {"maximum", in_trace<py_lattice<true>>, METH_VARARGS, "maximum(a, b)"},
     {"minimum", in_trace<py_lattice<false>>, METH_VARARGS, "minimum(a, b)"},
-    {"record_node", with_keywords(in_trace<py_record_node>), METH_VARARGS | METH_KEYWORDS, "record one IR node"},
-    {"record_leaf", with_keywords(in_trace<py_record_leaf>), METH_VARARGS | METH_KEYWORDS, "record a parameter or input"},
-    {"record_module_call", with_keywords(in_trace<py_record_module_call>), METH_VARARGS | METH_KEYWORDS,
+    {"record_node", with_keywords(in_trace<py_record_node>), METH_VARARGS | METH_KEYWORDS,
+     "record one IR node"},
+    {"record_leaf", with_keywords(in_trace<py_record_leaf>), METH_VARARGS | METH_KEYWORDS,
+     "record a parameter or input"},
+    {"record_module_call", with_keywords(in_trace<py_record_module_call>),
+     METH_VARARGS | METH_KEYWORDS,
      "record a module's inputs and outputs; returns the call's index"},
     {"record_module_gradient", in_trace<py_record_module_gradient>, METH_VARARGS,
      "record the gradient a module's output received"},
     {"record_parallel_group", in_trace<py_record_parallel_group>, METH_VARARGS,
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
-    {"record_collective", with_keywords(in_trace<py_record_collective>), METH_VARARGS | METH_KEYWORDS, "record a collective call"},
+    {"record_collective", with_keywords(in_trace<py_record_collective>),
+     METH_VARARGS | METH_KEYWORDS, "record a collective call"},
     {"known_collective", in_trace<py_known_collective>, METH_VARARGS,
      "the constants an earlier pass linked a collective (group, sequence) to, or None"},
-    {"record_output", with_keywords(in_trace<py_record_output>), METH_VARARGS | METH_KEYWORDS, "record an entry output"},
+    {"record_output", with_keywords(in_trace<py_record_output>),
+     METH_VARARGS | METH_KEYWORDS, "record an entry output"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -4,6 +4,7 @@ returns, and every parameter, input and output recorded for the linker.
 
 run_rank returns None on success, or (kind, file, line, message) where kind
 is "bad-input" (the harness is wrong) or "unsupported" (we cannot model it)."""
+import contextlib
 import dataclasses
 import importlib.util
 import os
@@ -272,12 +273,29 @@ def _run(path, func, world, rank):
     _backward(out, entry, inputs)
 
 
-def scan_matrix(path):
+@contextlib.contextmanager
+def _environment(variables):
+    """os.environ with `variables` set (a recipe's MEGATRON_ROOT, its
+    SHARDPROOF_PARALLEL) for one run, restored after it: Python's environment
+    is its own copy, and nothing a target sets is left for the next."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def scan_matrix(path, environment=None):
     """The recipe file's SCAN table, [(entry, layout)], or an error message
     naming the file and line."""
     path = os.path.abspath(path)
     try:
-        with warnings.catch_warnings():
+        with _environment(environment or {}), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             module = _load(path)
     except HarnessError as e:
@@ -306,11 +324,12 @@ def _swallowed_gap():
     return None
 
 
-def run_rank(path, func, world, rank, layout=""):
-    # Python's environment is a copy taken at start-up: a recipe's layout for
-    # this run is set here, not with the C library's setenv.
-    if layout:
-        os.environ["SHARDPROOF_PARALLEL"] = layout
+def run_rank(path, func, world, rank, environment=None):
+    with _environment(environment or {}):
+        return _run_rank(path, func, world, rank)
+
+
+def _run_rank(path, func, world, rank):
     path = os.path.abspath(path)
     stdout = sys.stdout
     sys.stdout = sys.stderr  # the user's prints must not mix with our reports

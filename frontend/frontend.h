@@ -1,0 +1,80 @@
+// The seam every frontend plugs into: a target in, the traces of its
+// single-device reference and of every simulated rank out, recorded into the
+// shared term store. The analyzer links and checks what comes back and never
+// knows which language it was traced from.
+#pragma once
+
+#include "models/ir/trace.h"
+#include "models/terms/term_store.h"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::frontend {
+
+// Why a target produced no (or no trustworthy) traces.
+struct TraceFailure {
+  enum class Kind {
+    BadInput,    // the harness is wrong: syntax error, missing FUNC, FUNC raised
+    Unsupported, // valid code shardproof does not model (yet): could not prove
+    Absent,      // a recipe's component is not in this framework tree
+  };
+  Kind kind = Kind::BadInput;
+  ir::SourceLoc loc;
+  std::string message;
+};
+
+struct Target {
+  std::string path;     // as the user wrote it (or a framework's recipe file)
+  std::string function; // defaults to "entry"
+  std::string layout;   // a recipe's parallel layout ("tp=2,sp=1"), if any
+  // A recipe's layout fixes the world: the product of its axes.
+  std::optional<int> world;
+  // Variables the analysed code reads (a recipe's MEGATRON_ROOT), set for
+  // its runs only and restored after: nothing is left behind in the process.
+  std::map<std::string, std::string> environment;
+
+  std::string str() const { return str_with_path(path); }
+  // As str(), with the path shown as `shown` (relative to the working folder).
+  std::string str_with_path(const std::string &shown) const {
+    return shown + "::" + function + (layout.empty() ? "" : " [" + layout + "]");
+  }
+};
+
+// "FILE.py::FUNC" or "FILE.py" (FUNC = entry).
+Target parse_target(const std::string &text);
+
+struct TraceOptions {
+  int world = 2;
+  // Analysed code that runs longer, per simulated rank, is stopped where it
+  // is (an endless loop must not hang shardproof).
+  std::chrono::milliseconds time_limit{120000};
+};
+
+// Source lines by file, as the frontend read them: findings are rendered and
+// suppression markers read from what was analysed, not from the disk later.
+using SourceFiles = std::map<std::string, std::vector<std::string>>;
+
+struct TracedProgram {
+  ir::Trace reference;          // world 1
+  std::vector<ir::Trace> ranks; // one per rank of options.world
+  SourceFiles sources;          // every file the traces' locations name
+  // Set when tracing stopped: the traces are then partial and not checked.
+  std::optional<TraceFailure> failure;
+};
+
+class Frontend {
+public:
+  virtual ~Frontend() = default;
+  virtual TracedProgram trace(terms::TermStore &store, const Target &target,
+                              const TraceOptions &options) = 0;
+};
+
+// The lines of every file that `program`'s locations name (a file that
+// cannot be read is left out). For frontends to fill TracedProgram::sources.
+SourceFiles read_sources(const TracedProgram &program);
+
+} // namespace shardproof::frontend

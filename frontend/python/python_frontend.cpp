@@ -1,0 +1,192 @@
+#include "frontend/python/python_frontend.h"
+
+#include "frontend/python/interpreter.h"
+#include "models/ir/linker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+namespace shardproof::frontend {
+
+namespace {
+// The variables one run of `target` sees: its own and its layout.
+std::map<std::string, std::string> run_environment(const Target &target) {
+  auto environment = target.environment;
+  if (!target.layout.empty())
+    environment["SHARDPROOF_PARALLEL"] = target.layout;
+  return environment;
+}
+
+// Traces one run, keeping the first failure of the whole target.
+class RankTracer {
+public:
+  RankTracer(terms::TermStore &store, const Target &target, const TraceOptions &options,
+             std::optional<TraceFailure> &failure)
+      : store_(store), target_(target), options_(options), failure_(failure),
+        environment_(run_environment(target)) {}
+
+  void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
+                  const ir::KnownCollectives &known) {
+    RankRun run{target_.path,        target_.function, world, rank,
+                options_.time_limit, environment_,     known};
+    auto failure = trace_rank(store_, run, kind, out);
+    if (failure && !failure_)
+      failure_ = std::move(failure);
+  }
+
+private:
+  terms::TermStore &store_;
+  const Target &target_;
+  const TraceOptions &options_;
+  std::optional<TraceFailure> &failure_;
+  std::map<std::string, std::string> environment_;
+};
+
+// Links the ranks' partial traces of one pass and records, in `known`, the
+// collective results that link to constants. False when a result the pass
+// already ran with links to other values now (then `failure` says so).
+bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &ranks,
+                         std::vector<ir::KnownCollectives> &known, bool &learned,
+                         std::optional<TraceFailure> &failure) {
+  ir::Trace reference; // linking ranks to each other needs none
+  ir::LinkedProgram program(store, reference, ranks);
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    for (const ir::Collective &call : ranks[r].collectives) {
+      std::vector<terms::TermId> linked =
+          program.linked(static_cast<int>(r), call.outputs);
+      auto key = std::make_pair(call.group, call.sequence);
+      if (auto it = known[r].find(key); it != known[r].end()) {
+        if (it->second != linked) {
+          failure = TraceFailure{
+              TraceFailure::Kind::Unsupported, call.loc,
+              fmt::format("collective #{} on group {} linked to other values when the "
+                          "ranks were traced again with its result known",
+                          call.sequence, call.group)};
+          return false;
+        }
+        continue;
+      }
+      if (std::all_of(linked.begin(), linked.end(),
+                      [&](terms::TermId t) { return store.is_const(t); })) {
+        known[r][key] = std::move(linked);
+        learned = true;
+      }
+    }
+  return true;
+}
+
+// Traces every rank, in passes: a rank whose code turns a collective's result
+// into a Python number (token counts that size an all-to-all) stops at a
+// placeholder, since results exist only once the ranks are linked. When the
+// ranks' partial traces link some collectives to constants, the ranks are
+// traced again with those results known, until they all finish or a pass
+// learns nothing. The last pass is checked: linking its collectives must give
+// the constants it ran with, or the traces are not trusted.
+std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
+                                   std::optional<TraceFailure> &failure,
+                                   RankTracer &trace_rank) {
+  constexpr int kMaxPasses = 8;
+  std::vector<ir::KnownCollectives> known(static_cast<std::size_t>(world));
+  for (int pass = 1;; ++pass) {
+    failure.reset();
+    std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r)
+      trace_rank(world, r, terms::VarKind::RankLocal, ranks[r], known[r]);
+    if (!failure && pass == 1)
+      return ranks; // nothing ran with known results: nothing to check
+    bool learned = false;
+    if (!learn_known_results(store, ranks, known, learned, failure) || !failure ||
+        failure->kind != TraceFailure::Kind::Unsupported || !learned ||
+        pass == kMaxPasses)
+      return ranks;
+  }
+}
+
+// The world a layout "tp=2,dp=2,sp=1" needs: the product of its axes.
+int layout_world(const std::string &layout) {
+  int world = 1;
+  std::stringstream items(layout);
+  for (std::string item; std::getline(items, item, ',');) {
+    auto eq = item.find('=');
+    if (eq != std::string::npos && item.substr(0, eq) != "sp")
+      world *= std::max(1, std::atoi(item.c_str() + eq + 1));
+  }
+  return world;
+}
+
+std::string recipe_file(const std::string &framework) {
+  return fmt::format("{}/{}/recipes.py", SHARDPROOF_RECIPES_DIR, framework);
+}
+
+// The recipes read the tree's location from the environment.
+std::map<std::string, std::string> tree_environment(const std::string &root,
+                                                    const std::string &framework) {
+  return {{framework == "megatron" ? "MEGATRON_ROOT" : "DEEPSPEED_ROOT", root}};
+}
+
+Target recipe_row(const std::string &root, const std::string &framework,
+                  std::string entry, std::string layout) {
+  Target target{.path = recipe_file(framework),
+                .function = std::move(entry),
+                .layout = std::move(layout),
+                .environment = tree_environment(root, framework)};
+  if (!target.layout.empty())
+    target.world = layout_world(target.layout);
+  return target;
+}
+} // namespace
+
+TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &target,
+                                    const TraceOptions &options) {
+  TracedProgram program;
+  RankTracer tracer(store, target, options, program.failure);
+  tracer(1, 0, terms::VarKind::Reference, program.reference, {});
+  if (!program.failure)
+    program.ranks = trace_ranks(store, options.world, program.failure, tracer);
+  program.sources = read_sources(program);
+  return program;
+}
+
+std::string detect_framework(const std::string &root) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(fs::path(root) / "megatron" / "core"))
+    return "megatron";
+  if (fs::is_directory(fs::path(root) / "deepspeed"))
+    return "deepspeed";
+  return "";
+}
+
+bool RecipeRequest::layout_given() const {
+  return sequence_parallel || std::any_of(axes.begin(), axes.end(), [](const auto &axis) {
+           return axis.second > 0;
+         });
+}
+
+Target recipe_target(const RecipeRequest &request) {
+  std::string layout;
+  if (request.layout_given()) {
+    // Tensor parallelism defaults to 2: a layout without it would check
+    // nothing of the tensor-parallel code.
+    auto axes = request.axes;
+    if (axes["tp"] == 0)
+      axes["tp"] = 2;
+    for (const auto &[axis, size] : axes)
+      layout += fmt::format("{}={},", axis, std::max(size, 1));
+    layout += request.sequence_parallel ? "sp=1" : "sp=0";
+  }
+  return recipe_row(request.root, request.framework, request.entry, layout);
+}
+
+std::vector<Target> scan_targets(const std::string &root, const std::string &framework) {
+  std::vector<Target> targets;
+  for (const auto &config :
+       recipe_matrix(recipe_file(framework), tree_environment(root, framework)))
+    targets.push_back(recipe_row(root, framework, config.entry, config.layout));
+  return targets;
+}
+
+} // namespace shardproof::frontend

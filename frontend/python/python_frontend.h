@@ -1,0 +1,41 @@
+// The Python frontend: runs a target's real source on the embedded CPython
+// with the stand-in torch, once at world 1 and once per simulated rank, and
+// builds framework recipes (Megatron-LM, DeepSpeed) into targets.
+#pragma once
+
+#include "frontend/frontend.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardproof::frontend {
+
+class PythonFrontend final : public Frontend {
+public:
+  TracedProgram trace(terms::TermStore &store, const Target &target,
+                      const TraceOptions &options) override;
+};
+
+// "megatron" or "deepspeed" from the folders of a checkout, else "".
+std::string detect_framework(const std::string &root);
+
+// A component of the framework tree at `root` (docs/coverage.md), built by
+// the framework's recipe file at a parallel layout.
+struct RecipeRequest {
+  std::string root;
+  std::string framework; // "megatron" or "deepspeed"
+  std::string entry;     // the recipe
+  // Parallel sizes by axis (tp, cp, ep, dp, pp); 0 = not given.
+  std::map<std::string, int> axes;
+  bool sequence_parallel = false;
+  // Whether any axis or --sp was given: otherwise the recipe's own world.
+  bool layout_given() const;
+};
+Target recipe_target(const RecipeRequest &request);
+
+// Every row of the framework's SCAN table as a target. Throws
+// std::invalid_argument naming the file and line when it cannot be read.
+std::vector<Target> scan_targets(const std::string &root, const std::string &framework);
+
+} // namespace shardproof::frontend

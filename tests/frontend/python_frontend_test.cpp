@@ -1,0 +1,76 @@
+// The Python frontend through its seam (frontend/frontend.h): what it traces,
+// the sources it hands back, and the environment a target runs in.
+#include "frontend/python/python_frontend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+using namespace shardproof;
+
+namespace {
+const std::string kHarness =
+    std::string(SHARDPROOF_SOURCE_DIR) + "/tests/frontend/reads_environment.py";
+
+frontend::Target harness_with_factor(const std::string &factor) {
+  frontend::Target target = frontend::parse_target(kHarness + "::entry");
+  target.environment["SHARDPROOF_TEST_FACTOR"] = factor;
+  return target;
+}
+} // namespace
+
+TEST(PythonFrontend, TracesTheReferenceAndEveryRankWithTheirSources) {
+  terms::TermStore store;
+  frontend::PythonFrontend python;
+  frontend::TracedProgram traced =
+      python.trace(store, harness_with_factor("3"), {.world = 2});
+  ASSERT_FALSE(traced.failure) << traced.failure->message;
+  EXPECT_EQ(traced.reference.world, 1);
+  ASSERT_EQ(traced.ranks.size(), 2u);
+  EXPECT_EQ(traced.ranks[1].rank, 1);
+  EXPECT_EQ(traced.ranks[1].world, 2);
+  // The forward output and the weight's gradient (the input needs none).
+  ASSERT_EQ(traced.reference.outputs.size(), 2u);
+  EXPECT_EQ(traced.reference.outputs[0].path, "out");
+  EXPECT_EQ(traced.reference.outputs[1].path, "grad(weight)");
+  // The harness's lines, as read when it was traced.
+  ASSERT_TRUE(traced.sources.contains(kHarness));
+  EXPECT_EQ(traced.sources.at(kHarness).at(15),
+            "        return x * self.weight * self.factor");
+}
+
+TEST(PythonFrontend, TheTargetsEnvironmentIsSetForItsRunsOnly) {
+  terms::TermStore store;
+  frontend::PythonFrontend python;
+  // Without the variable the harness raises: bad input at its line.
+  frontend::Target bare = frontend::parse_target(kHarness + "::entry");
+  ASSERT_FALSE(python.trace(store, harness_with_factor("2"), {.world = 2}).failure);
+  frontend::TracedProgram after = python.trace(store, bare, {.world = 2});
+  ASSERT_TRUE(after.failure) << "the variable of the previous target was left behind";
+  EXPECT_EQ(after.failure->kind, frontend::TraceFailure::Kind::BadInput);
+  EXPECT_EQ(after.failure->loc.line, 20);
+  EXPECT_NE(after.failure->message.find("SHARDPROOF_TEST_FACTOR"), std::string::npos)
+      << after.failure->message;
+  // Nor does it reach the process's own environment.
+  EXPECT_EQ(std::getenv("SHARDPROOF_TEST_FACTOR"), nullptr);
+}
+
+TEST(PythonFrontend, ARecipeTargetCarriesItsLayoutWorldAndTree) {
+  frontend::Target target = frontend::recipe_target({.root = "/trees/megatron",
+                                                     .framework = "megatron",
+                                                     .entry = "mlp",
+                                                     .axes = {{"tp", 0}, {"dp", 2}},
+                                                     .sequence_parallel = true});
+  EXPECT_EQ(target.function, "mlp");
+  EXPECT_EQ(target.layout, "dp=2,tp=2,sp=1"); // tp defaults to 2
+  EXPECT_EQ(target.world, 4);
+  EXPECT_EQ(target.environment.at("MEGATRON_ROOT"), "/trees/megatron");
+  EXPECT_TRUE(target.path.ends_with("integrations/megatron/recipes.py")) << target.path;
+
+  frontend::Target own = frontend::recipe_target(
+      {.root = "/trees/ds", .framework = "deepspeed", .entry = "ulysses"});
+  EXPECT_EQ(own.layout, "");
+  EXPECT_FALSE(own.world); // the command line's --world
+  EXPECT_EQ(own.environment.at("DEEPSPEED_ROOT"), "/trees/ds");
+}
