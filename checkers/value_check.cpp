@@ -268,69 +268,143 @@ AxisGroups axis_groups(const ir::LinkedProgram &program) {
   return out;
 }
 
-std::optional<Divergence> locate_divergence(terms::TermStore &store,
-                                            ir::LinkedProgram &program, int home_rank,
-                                            ir::NodeId start_node,
-                                            const Layout &value_layout) {
-  const ir::Trace &ref = program.reference();
-  const int world = program.world();
-  auto ref_index = index_nodes(ref);
-  std::vector<NodeIndex> rank_index;
-  for (int r = 0; r < world; ++r)
-    rank_index.push_back(index_nodes(program.rank(r)));
+namespace {
 
-  // Key of every node of the home rank, to find its twins.
-  const ir::Trace &home = program.rank(home_rank);
-  std::vector<NodeKey> keys(home.nodes.size());
-  for (const auto &[key, id] : rank_index[home_rank].nodes)
-    keys[id] = key;
-  auto site_of = [](const NodeKey &key) {
-    return SiteKey{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-  };
-  auto pairable = [&](const NodeKey &key) {
-    int n = ref_index.counts[site_of(key)];
-    return std::all_of(rank_index.begin(), rank_index.end(),
-                       [&](NodeIndex &r) { return r.counts[site_of(key)] == n; });
-  };
-  // The value every rank computed at this node, or nullopt when some rank
-  // has no twin of it.
-  const AxisGroups groups = axis_groups(program);
-  auto rank_values = [&](const NodeKey &key) -> std::optional<DistributedValue> {
+// The home rank's nodes paired with their twins in the reference and on every
+// rank (index_nodes: same line, op and occurrence).
+class Twins {
+public:
+  Twins(ir::LinkedProgram &program, int home_rank)
+      : program_(program), home_rank_(home_rank),
+        ref_index_(index_nodes(program.reference())),
+        keys_(program.rank(home_rank).nodes.size()), groups_(axis_groups(program)) {
+    for (int r = 0; r < program.world(); ++r)
+      rank_index_.push_back(index_nodes(program.rank(r)));
+    for (const auto &[key, id] : rank_index_[home_rank].nodes)
+      keys_[id] = key;
+  }
+
+  // The reference node made where the home rank made `id`, if any.
+  std::optional<ir::NodeId> in_reference(ir::NodeId id) const {
+    auto it = ref_index_.nodes.find(keys_[id]);
+    return it == ref_index_.nodes.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  // Whether `id`'s line ran its op equally often in every run.
+  bool pairable(ir::NodeId id) {
+    int n = ref_index_.counts[site_of(keys_[id])];
+    return std::all_of(rank_index_.begin(), rank_index_.end(),
+                       [&](NodeIndex &r) { return r.counts[site_of(keys_[id])] == n; });
+  }
+
+  // The value every rank computed at `id` (no reference yet), or nullopt
+  // when some rank has no twin of it.
+  std::optional<DistributedValue> rank_values(ir::NodeId id) {
+    const NodeKey &key = keys_[id];
     DistributedValue value;
-    int n = rank_index[home_rank].counts[site_of(key)];
-    for (int r = 0; r < world; ++r) {
-      auto it = rank_index[r].nodes.find(key);
-      if (it == rank_index[r].nodes.end() || rank_index[r].counts[site_of(key)] != n)
+    int n = rank_index_[home_rank_].counts[site_of(key)];
+    for (int r = 0; r < program_.world(); ++r) {
+      auto it = rank_index_[r].nodes.find(key);
+      if (it == rank_index_[r].nodes.end() || rank_index_[r].counts[site_of(key)] != n)
         return std::nullopt;
-      const ir::Node &twin = program.rank(r).node(it->second);
+      const ir::Node &twin = program_.rank(r).node(it->second);
       value.rank_shapes.push_back(twin.shape);
-      value.ranks.push_back(program.linked(r, twin.elements));
+      value.ranks.push_back(program_.linked(r, twin.elements));
     }
-    value.axis_groups = groups;
+    value.axis_groups = groups_;
     return value;
-  };
-  // A node on a path the reference never ran has no twin by line; relate it
-  // to any reference value its shape allows (relation inference, as for
-  // values at module boundaries). No shape-compatible value: unknown, not bad.
-  auto relate_off_path = [&](DistributedValue value) -> std::optional<Layout> {
-    bool comparable = false;
-    for (auto it = ref.nodes.rbegin(); it != ref.nodes.rend(); ++it) {
-      if (!is_related_value(store, *it))
-        continue;
-      value.reference_shape = it->shape;
-      value.reference = it->elements;
-      if (candidate_layouts(value).empty())
-        continue;
-      comparable = true;
-      Layout layout = infer_layout(store, value);
-      if (layout.kind != Layout::Kind::None)
-        return layout;
-    }
-    return comparable ? std::optional<Layout>(Layout{}) : std::nullopt;
-  };
+  }
 
+private:
+  static SiteKey site_of(const NodeKey &key) {
+    return SiteKey{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+  }
+
+  ir::LinkedProgram &program_;
+  int home_rank_;
+  NodeIndex ref_index_;
+  std::vector<NodeIndex> rank_index_;
+  std::vector<NodeKey> keys_; // of every node of the home rank
+  AxisGroups groups_;
+};
+
+// A node on a path the reference never ran has no twin by line; relate it
+// to any reference value its shape allows (relation inference, as for
+// values at module boundaries). No shape-compatible value: unknown, not bad.
+std::optional<Layout> relate_off_path(terms::TermStore &store, const ir::Trace &ref,
+                                      DistributedValue value) {
+  bool comparable = false;
+  for (auto it = ref.nodes.rbegin(); it != ref.nodes.rend(); ++it) {
+    if (!is_related_value(store, *it))
+      continue;
+    value.reference_shape = it->shape;
+    value.reference = it->elements;
+    if (candidate_layouts(value).empty())
+      continue;
+    comparable = true;
+    Layout layout = infer_layout(store, value);
+    if (layout.kind != Layout::Kind::None)
+      return layout;
+  }
+  return comparable ? std::optional<Layout>(Layout{}) : std::nullopt;
+}
+
+// What every strategy reads: the home rank's ancestors of the value's node,
+// each related to the reference where it can be. Built once, never changed
+// by a strategy.
+struct Ancestry {
+  const ir::Trace &home;
+  ir::NodeId start;                        // the value's node
   std::map<ir::NodeId, Layout> layouts;    // symbolic ancestors with twins everywhere
   std::set<ir::NodeId> off_reference_path; // ancestors made where the reference never ran
+
+  const Layout *layout_of(ir::NodeId id) const {
+    auto it = layouts.find(id);
+    return it == layouts.end() ? nullptr : &it->second;
+  }
+  // Rows of the reference in another order are fine inside a computation
+  // (tokens permuted for a dispatch), not where the obligation's value is made.
+  bool bad(ir::NodeId id) const {
+    const Layout *l = layout_of(id);
+    return l && !l->acceptable() && !(l->reordered() && id != start);
+  }
+  bool partial(ir::NodeId id) const {
+    const Layout *l = layout_of(id);
+    return l && l->kind == Layout::Kind::PartialSum;
+  }
+  bool is_collective(ir::NodeId id) const {
+    return home.node(id).category == ir::OpCategory::Collective;
+  }
+  Divergence at(ir::NodeId id) const {
+    const ir::Node &n = home.node(id);
+    return Divergence{n.loc, n.op, n.category, *layout_of(id), false, {}};
+  }
+  // Walks back from `from` while the inputs keep satisfying `same`, showing
+  // `visit` every node it steps to.
+  template <class Same, class Visit = void (*)(ir::NodeId)>
+  ir::NodeId origin_of(
+      ir::NodeId from, Same same, Visit visit = [](ir::NodeId) {}) const {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (ir::NodeId in : home.node(from).inputs)
+        if (same(in)) {
+          from = in;
+          moved = true;
+          visit(in);
+          break;
+        }
+    }
+    return from;
+  }
+};
+
+Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
+                          int home_rank, ir::NodeId start_node,
+                          const Layout &value_layout) {
+  const ir::Trace &ref = program.reference();
+  Twins twins(program, home_rank);
+  Ancestry ancestry{program.rank(home_rank), start_node, {}, {}};
+  const ir::Trace &home = ancestry.home;
   std::vector<ir::NodeId> stack{start_node};
   std::set<ir::NodeId> visited;
   while (!stack.empty()) {
@@ -343,133 +417,101 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       stack.push_back(in);
     if (!is_related_value(store, node))
       continue;
-    auto ref_it = ref_index.nodes.find(keys[id]);
-    if (ref_it == ref_index.nodes.end()) {
-      off_reference_path.insert(id);
-      if (auto value = rank_values(keys[id]))
-        if (auto layout = relate_off_path(std::move(*value)))
-          layouts[id] = *layout;
+    std::optional<ir::NodeId> ref_id = twins.in_reference(id);
+    if (!ref_id) {
+      ancestry.off_reference_path.insert(id);
+      if (auto value = twins.rank_values(id))
+        if (auto layout = relate_off_path(store, ref, std::move(*value)))
+          ancestry.layouts[id] = *layout;
       continue;
     }
-    if (!pairable(keys[id]))
+    if (!twins.pairable(id))
       continue;
-    if (auto value = rank_values(keys[id])) {
-      const ir::Node &ref_node = ref.node(ref_it->second);
+    if (auto value = twins.rank_values(id)) {
+      const ir::Node &ref_node = ref.node(*ref_id);
       value->reference_shape = ref_node.shape;
       value->reference = ref_node.elements;
       Layout layout = infer_layout(store, *value);
       if (layout.kind == Layout::Kind::None)
         layout = rows_of_reference(store, *value).value_or(layout);
-      layouts[id] = layout;
+      ancestry.layouts[id] = layout;
     }
   }
+  ancestry.layouts.try_emplace(start_node, value_layout); // the output node itself
+  return ancestry;
+}
 
-  auto layout_of = [&](ir::NodeId id) -> const Layout * {
-    auto it = layouts.find(id);
-    return it == layouts.end() ? nullptr : &it->second;
-  };
-  // Rows of the reference in another order are fine inside a computation
-  // (tokens permuted for a dispatch), not where the obligation's value is made.
-  auto bad = [&](ir::NodeId id) {
-    const Layout *l = layout_of(id);
-    return l && !l->acceptable() && !(l->reordered() && id != start_node);
-  };
-  auto partial = [&](ir::NodeId id) {
-    const Layout *l = layout_of(id);
-    return l && l->kind == Layout::Kind::PartialSum;
-  };
-  auto is_collective = [&](ir::NodeId id) {
-    return home.node(id).category == ir::OpCategory::Collective;
-  };
-  auto result = [&](ir::NodeId id) {
-    const ir::Node &n = home.node(id);
-    return Divergence{n.loc, n.op, n.category, *layout_of(id)};
-  };
+// A value off by a constant factor: the factor was introduced where the chain
+// of values scaled by that same factor begins (a local mean's scale that a
+// later average undoes is not the culprit).
+std::optional<Divergence> scaled_chain(const Ancestry &a) {
+  const Layout *out = a.layout_of(a.start);
+  if (!out || out->kind != Layout::Kind::Scaled)
+    return std::nullopt;
+  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
+    const Layout *l = a.layout_of(in);
+    return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
+  }));
+}
 
-  // Walks back from `from` while the inputs keep satisfying `same`, showing
-  // `visit` every node it steps to.
-  auto origin_of = [&](ir::NodeId from, auto same, auto visit) {
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (ir::NodeId in : home.node(from).inputs)
-        if (same(in)) {
-          from = in;
-          moved = true;
-          visit(in);
-          break;
-        }
-    }
-    return from;
-  };
-  auto ignore = [](ir::NodeId) {};
+// Rows of the reference in the wrong places (a wrong slice, tokens put back
+// in the wrong order): the culprit is where that arrangement of rows was
+// made, not the row-wise operations that carried it on.
+std::optional<Divergence> misplaced_rows(const Ancestry &a) {
+  const Layout *out = a.layout_of(a.start);
+  if (!out || out->kind != Layout::Kind::Rows)
+    return std::nullopt;
+  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
+    const Layout *l = a.layout_of(in);
+    return l && l->kind == Layout::Kind::Rows && l->rows == out->rows;
+  }));
+}
 
-  // 0. A value off by a constant factor: the factor was introduced where the
-  //    chain of values scaled by that same factor begins (a local mean's
-  //    scale that a later average undoes is not the culprit).
-  layouts.try_emplace(start_node, value_layout); // the output node itself
-  if (const Layout *out = layout_of(start_node); out && out->kind == Layout::Kind::Scaled)
-    return result(origin_of(
-        start_node,
-        [&](ir::NodeId in) {
-          const Layout *l = layout_of(in);
-          return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
-        },
-        ignore));
-
-  // 1. Rows of the reference in the wrong places (a wrong slice, tokens put
-  //    back in the wrong order): the culprit is where that arrangement of
-  //    rows was made, not the row-wise operations that carried it on.
-  if (const Layout *out = layout_of(start_node); out && out->kind == Layout::Kind::Rows)
-    return result(origin_of(
-        start_node,
-        [&](ir::NodeId in) {
-          const Layout *l = layout_of(in);
-          return l && l->kind == Layout::Kind::Rows && l->rows == out->rows;
-        },
-        ignore));
-
-  // 2. A partial sum that reaches the output without crossing a collective
-  //    is a missing reduction: report where that partial value was made.
+// A partial sum that reaches the value without crossing a collective is a
+// missing reduction: report where that partial value was made.
+std::optional<Divergence> unreduced_partial_sum(const Ancestry &a) {
   std::set<ir::NodeId> unreduced;
-  for (std::vector<ir::NodeId> todo{start_node}; !todo.empty();) {
+  for (std::vector<ir::NodeId> todo{a.start}; !todo.empty();) {
     ir::NodeId id = todo.back();
     todo.pop_back();
-    if (!unreduced.insert(id).second || is_collective(id))
+    if (!unreduced.insert(id).second || a.is_collective(id))
       continue; // a collective is where partial values are meant to end
-    for (ir::NodeId in : home.node(id).inputs)
+    for (ir::NodeId in : a.home.node(id).inputs)
       todo.push_back(in);
   }
   std::optional<ir::NodeId> latest_partial;
   for (ir::NodeId id : unreduced)
-    if (partial(id))
+    if (a.partial(id))
       latest_partial = id; // ids grow in execution order: keep the last
-  if (latest_partial) {
-    if (is_collective(*latest_partial)) // reduced, with the wrong op or group
-      return result(*latest_partial);
-    return result(origin_of(
-        *latest_partial, [&](ir::NodeId in) { return partial(in) && !is_collective(in); },
-        ignore));
-  }
+  if (!latest_partial)
+    return std::nullopt;
+  if (a.is_collective(*latest_partial)) // reduced, with the wrong op or group
+    return a.at(*latest_partial);
+  return a.at(a.origin_of(*latest_partial, [&](ir::NodeId in) {
+    return a.partial(in) && !a.is_collective(in);
+  }));
+}
 
-  // 3. Otherwise the first value unrelated to the reference whose inputs are
-  //    all fine.
-  for (const auto &[id, layout] : layouts) {
-    if (!bad(id) || partial(id))
+// Otherwise the first value unrelated to the reference whose inputs are all
+// fine is where the computation left the reference.
+std::optional<Divergence> first_unrelated_value(const Ancestry &a) {
+  for (const auto &[id, layout] : a.layouts) {
+    if (!a.bad(id) || a.partial(id))
       continue;
-    const auto &inputs = home.node(id).inputs;
+    const auto &inputs = a.home.node(id).inputs;
     // A partial input is fine here: partial values that reach the output
-    // unreduced were handled above, so this one was meant for a reduction
+    // unreduced were handled before, so this one was meant for a reduction
     // and the node that combines it wrongly (a bias added to it, a wrong
     // reduce op) is the culprit.
     bool inputs_fine = std::none_of(inputs.begin(), inputs.end(), [&](ir::NodeId in) {
-      return bad(in) && !partial(in);
+      return a.bad(in) && !a.partial(in);
     });
     if (!inputs_fine)
       continue;
     // Inputs made on lines the reference never ran, that no reference value
     // explains, are the likelier culprit: report where that chain begins.
     auto unexplained = [&](ir::NodeId in) {
-      return off_reference_path.count(in) && !layout_of(in);
+      return a.off_reference_path.count(in) && !a.layout_of(in);
     };
     if (std::any_of(inputs.begin(), inputs.end(), unexplained)) {
       // Walk the chain back; the culprit is the operation closest to the
@@ -477,17 +519,48 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       // as told; the reshapes, slices and concatenations around them decide
       // where it goes).
       std::optional<ir::NodeId> culprit;
-      ir::NodeId start = origin_of(id, unexplained, [&](ir::NodeId in) {
-        if (!culprit && !is_collective(in))
+      ir::NodeId start = a.origin_of(id, unexplained, [&](ir::NodeId in) {
+        if (!culprit && !a.is_collective(in))
           culprit = in;
       });
-      const ir::Node &n = home.node(culprit.value_or(start));
-      return Divergence{n.loc, n.op, n.category, Layout{}, true};
+      const ir::Node &n = a.home.node(culprit.value_or(start));
+      return Divergence{n.loc, n.op, n.category, Layout{}, true, {}};
     }
-    Divergence d = result(id);
-    d.off_reference_path = off_reference_path.count(id) > 0;
+    Divergence d = a.at(id);
+    d.off_reference_path = a.off_reference_path.count(id) > 0;
     return d;
   }
+  return std::nullopt;
+}
+
+// The strategies, tried in this order; the first that locates a divergence
+// wins (a scale or a row arrangement explains the whole value, a missing
+// reduction explains a partial sum, and only then is the first unrelated
+// value the culprit).
+struct Strategy {
+  std::string_view name;
+  std::optional<Divergence> (*locate)(const Ancestry &);
+};
+constexpr Strategy kStrategies[] = {
+    {"scaled-chain", scaled_chain},
+    {"misplaced-rows", misplaced_rows},
+    {"unreduced-partial-sum", unreduced_partial_sum},
+    {"first-unrelated-value", first_unrelated_value},
+};
+
+} // namespace
+
+std::optional<Divergence> locate_divergence(terms::TermStore &store,
+                                            ir::LinkedProgram &program, int home_rank,
+                                            ir::NodeId start_node,
+                                            const Layout &value_layout) {
+  const Ancestry ancestry =
+      relate_ancestors(store, program, home_rank, start_node, value_layout);
+  for (const Strategy &strategy : kStrategies)
+    if (std::optional<Divergence> found = strategy.locate(ancestry)) {
+      found->strategy = strategy.name;
+      return found;
+    }
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include "checkers/layout.h"
 
 #include <optional>
+#include <string_view>
 
 namespace shardproof::checkers {
 
@@ -38,8 +39,7 @@ void check_value(CheckContext &context, const ValueObligation &obligation);
 // The value of `ref_out`'s path on each of `members` (global ranks, in
 // order), or nullopt after reporting `missing_rule` when one lacks it.
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,
-                                       RuleCode missing_rule,
-                                       const std::string &subject,
+                                       RuleCode missing_rule, const std::string &subject,
                                        const std::vector<int> &members);
 
 // 0, 1, ..., world - 1.
@@ -54,12 +54,17 @@ struct Divergence {
   ir::OpCategory category = ir::OpCategory::Other;
   Layout layout;
   bool off_reference_path = false; // made on a line the reference never ran
+  // The strategy that located it (value_check.cpp's kStrategies): "scaled-chain",
+  // "misplaced-rows", "unreduced-partial-sum" or "first-unrelated-value".
+  std::string_view strategy;
 };
+// Relates every ancestor of the home rank's node to the reference, then tries
+// named strategies in a fixed order; the first that locates a divergence wins.
 // `value_layout` is the layout of the value itself, used when its node has
 // no counterpart in the reference run.
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
-                                            ir::LinkedProgram &program,
-                                            int home_rank, ir::NodeId start_node,
+                                            ir::LinkedProgram &program, int home_rank,
+                                            ir::NodeId start_node,
                                             const Layout &value_layout);
 
 // The entry's tensor- and data-parallel groups, when smaller than the world.
