@@ -38,6 +38,9 @@ struct CheckContext {
   std::vector<ObligationResult> obligations;
   Lemmas lemmas; // proved values that later obligations abstract
   std::map<terms::TermId, RandomDivergence> random_divergences; // by draw element
+
+  // Every pseudo-random seed, from the prover's options.
+  const prover::Seeds &seeds() const { return prover.options().seeds; }
 };
 
 class Check {

@@ -13,7 +13,9 @@ class ForwardEquivalenceCheck final : public Check {
 public:
   std::string_view name() const override { return "forward-equivalence"; }
   std::span<const RuleCode> rules() const override {
-    static constexpr RuleCode kEmits[] = {RuleCode::ForwardMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling, RuleCode::RngDivergence};
+    static constexpr RuleCode kEmits[] = {
+        RuleCode::ForwardMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling,
+        RuleCode::RngDivergence};
     return kEmits;
   }
 
@@ -26,21 +28,22 @@ public:
 private:
   void check_output(CheckContext &context, const ir::Output &ref_out) {
     std::string subject = fmt::format("output '{}'", ref_out.path);
-    auto value = gather(context, ref_out, RuleCode::ForwardMismatch, subject, all_ranks(context.program));
+    auto value = gather(context, ref_out, RuleCode::ForwardMismatch, subject,
+                        all_ranks(context.program));
     if (!value)
       return;
     const ir::Output *rank0 = find_output(context.program.rank(0), ref_out.path);
     ir::SourceLoc loc = context.program.rank(0).node(rank0->node).loc;
     // Any acceptable layout will do: the one the values show, else the one a
     // correct program would give this shape.
-    Layout inferred = infer_layout(context.store, *value);
+    Layout inferred = infer_layout(context.store, *value, context.seeds());
     std::optional<Layout> target =
         inferred.acceptable() ? inferred : expected_layout(*value);
     if (!target) {
       // No layout can relate the shapes: no obligation to prove, but the
       // finding still points at the operation that went wrong.
-      auto divergence =
-          locate_divergence(context.store, context.program, 0, rank0->node, Layout{});
+      auto divergence = locate_divergence(context.store, context.program, 0, rank0->node,
+                                          Layout{}, context.seeds());
       Finding f = Finding::of(
           RuleCode::ForwardMismatch, divergence ? divergence->loc : loc,
           fmt::format("{} has shape {} on rank 0 but {} in the reference, which no "

@@ -226,10 +226,10 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
         std::size_t local = i; // first to the whole of the second dim
         if (layout.second_dim >= 0)
-          local = ir::shard_to_reference_index(
-              value.rank_shapes[r], layout.second_dim, 1, second_shard, second_count, i);
-        std::size_t ref = ir::shard_to_reference_index(
-            shape, layout.dim, layout.stride, shard, count, local);
+          local = ir::shard_to_reference_index(value.rank_shapes[r], layout.second_dim, 1,
+                                               second_shard, second_count, i);
+        std::size_t ref = ir::shard_to_reference_index(shape, layout.dim, layout.stride,
+                                                       shard, count, local);
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference.at(ref)); // a forced layout may not fit
         eq.rows.push_back({r, i, ref});
@@ -252,7 +252,7 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
         std::size_t ref = i;
         if (layout.dim >= 0)
           ref = ir::shard_to_reference_index(value.rank_shapes[first], layout.dim,
-                                                   layout.stride, shard, count, i);
+                                             layout.stride, shard, count, i);
         TermId sum = store.zero();
         for (int r : group)
           sum = store.add(sum, value.ranks[r].at(i));
@@ -281,7 +281,8 @@ bool Layout::reordered() const {
 }
 
 std::optional<Layout> rows_of_reference(terms::TermStore &store,
-                                        const DistributedValue &value) {
+                                        const DistributedValue &value,
+                                        const prover::Seeds &seeds) {
   const ir::Shape &ref_shape = value.reference_shape;
   if (ref_shape.empty() || ref_shape[0] <= 0 || value.reference.empty())
     return std::nullopt;
@@ -296,8 +297,8 @@ std::optional<Layout> rows_of_reference(terms::TermStore &store,
   constexpr unsigned kPoints = 2;
   std::vector<terms::DoubleEvaluator> evals;
   for (unsigned k = 0; k < kPoints; ++k)
-    evals.emplace_back(store,
-                       [k](TermId v) { return prover::sample_value(0x5e1ec7, k, v); });
+    evals.emplace_back(
+        store, [&, k](TermId v) { return prover::sample_value(seeds.rows, k, v); });
   auto same_row = [&](const std::vector<TermId> &local, std::size_t i, std::size_t j) {
     for (auto &eval : evals)
       for (std::size_t e = 0; e < row; ++e) {
@@ -339,13 +340,14 @@ namespace {
 // off the first element whose expected value is clearly nonzero; verified by
 // the caller.
 std::optional<mpq_class> measure_factor(terms::TermStore &store,
-                                        const DistributedValue &value, Layout base) {
+                                        const DistributedValue &value, Layout base,
+                                        std::uint64_t seed) {
   if (base.kind == Layout::Kind::Scaled)
     base.kind = base.dim < 0 ? Layout::Kind::Replicated : Layout::Kind::Sharded;
   base.factor = 1;
   LayoutEquation eq = layout_equation(store, value, base);
   terms::DoubleEvaluator eval(
-      store, [](TermId v) { return prover::sample_value(0xfac7, 0, v); });
+      store, [seed](TermId v) { return prover::sample_value(seed, 0, v); });
   for (std::size_t i = 0; i < eq.lhs.size(); ++i) {
     auto ref = eval(eq.rhs[i]), got = eval(eq.lhs[i]);
     if (ref && got && std::fabs(*ref) > 1e-6) {
@@ -360,12 +362,12 @@ std::optional<mpq_class> measure_factor(terms::TermStore &store,
 } // namespace
 
 Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
-                    unsigned points) {
+                    const prover::Seeds &seeds, unsigned points) {
   auto holds = [&](const Layout &candidate) {
     LayoutEquation eq = layout_equation(store, value, candidate);
     for (unsigned k = 0; k < points; ++k)
       if (prover::first_difference(store, eq.lhs, eq.rhs, [&](TermId v) {
-            return prover::sample_value(0x1a7047, k, v);
+            return prover::sample_value(seeds.layout, k, v);
           }))
         return false;
     return true;
@@ -373,7 +375,7 @@ Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
   std::vector<Layout> sums;
   for (Layout candidate : candidate_layouts(value)) {
     if (candidate.kind == Layout::Kind::Scaled) {
-      auto factor = measure_factor(store, value, candidate);
+      auto factor = measure_factor(store, value, candidate, seeds.scale);
       if (!factor)
         continue;
       candidate.factor = *factor;
@@ -386,7 +388,7 @@ Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
   // Local means summed: a group's sum is the reference times a factor. Every
   // exact relation is tried first.
   for (Layout candidate : sums)
-    if (auto factor = measure_factor(store, value, candidate)) {
+    if (auto factor = measure_factor(store, value, candidate, seeds.scale)) {
       candidate.factor = *factor;
       if (holds(candidate))
         return candidate;

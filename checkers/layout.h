@@ -3,6 +3,7 @@
 // sum (the ranks' values add up to it), or none of these.
 #pragma once
 
+#include "checkers/prover/prover.h"
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
 
@@ -100,16 +101,17 @@ std::optional<mpq_class> small_fraction(double value);
 std::optional<Layout> expected_layout(const DistributedValue &value);
 
 // The Rows layout when every rank's value is rows of the reference, with the
-// same rows matched at two pseudo-random points.
+// same rows matched at two pseudo-random points (seeds.rows).
 std::optional<Layout> rows_of_reference(terms::TermStore &store,
-                                        const DistributedValue &value);
+                                        const DistributedValue &value,
+                                        const prover::Seeds &seeds);
 
 LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &value,
                                Layout layout);
 
 // The first candidate that holds at `points` pseudo-random points (a guess to
-// be proved, not a proof).
+// be proved, not a proof; seeds.layout, and seeds.scale for a Scaled factor).
 Layout infer_layout(terms::TermStore &store, const DistributedValue &value,
-                    unsigned points = 2);
+                    const prover::Seeds &seeds, unsigned points = 2);
 
 } // namespace shardproof::checkers

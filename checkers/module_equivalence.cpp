@@ -94,7 +94,7 @@ private:
     value.axis_groups = axis_groups(context.program);
     if (value.reference.empty() || context.lemmas.abstracted(value))
       return;
-    Layout layout = infer_layout(context.store, value);
+    Layout layout = infer_layout(context.store, value, context.seeds());
     if (!layout.acceptable())
       return;
     std::string what = fmt::format("module '{}' ({}): {} {}", ref.name, ref.type_name,

@@ -83,9 +83,10 @@ std::optional<prover::Verdict> blocked_by_rank_local(const terms::TermStore &sto
 }
 
 // Do the ranks hold different values for the same element somewhere?
-bool ranks_disagree(const terms::TermStore &store, const DistributedValue &value) {
-  terms::DoubleEvaluator eval(store,
-                              [](TermId v) { return prover::sample_value(0xd1f, 0, v); });
+bool ranks_disagree(const terms::TermStore &store, const DistributedValue &value,
+                    std::uint64_t seed) {
+  terms::DoubleEvaluator eval(
+      store, [seed](TermId v) { return prover::sample_value(seed, 0, v); });
   for (std::size_t i = 0; i < value.reference.size(); ++i)
     for (int r = 1; r < value.world(); ++r)
       if (value.ranks[r].size() == value.ranks[0].size() &&
@@ -112,7 +113,8 @@ std::string computed_here(const Divergence &d) {
 
 // `inferred`: the layout the obligation's value has (infer_layout).
 Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
-                   const Layout &inferred, const std::optional<Divergence> &divergence) {
+                   const Layout &inferred, const std::optional<Divergence> &divergence,
+                   const prover::Seeds &seeds) {
   using Kind = Layout::Kind;
   const bool forward = ob.role == ir::Output::Role::Forward;
   const RuleCode mismatch_rule =
@@ -126,7 +128,7 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
   partial = partial && !misreduced;
   bool scaled = divergence && divergence->layout.kind == Kind::Scaled;
 
-  if (ob.replicated_parameter && ranks_disagree(store, ob.value))
+  if (ob.replicated_parameter && ranks_disagree(store, ob.value, seeds.replicas))
     return {RuleCode::ReplicaDivergence,
             fmt::format("{} differs across ranks although the parameter is "
                         "replicated{}: the replicas will drift apart",
@@ -215,10 +217,10 @@ Example make_example(const CheckContext &context, const ValueObligation &ob,
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
   auto &store = context.store;
-  const Layout inferred = infer_layout(store, ob.value);
-  auto divergence =
-      locate_divergence(store, context.program, ob.home_rank, ob.home_node, inferred);
-  Diagnosis diagnosis = diagnose(store, ob, inferred, divergence);
+  const Layout inferred = infer_layout(store, ob.value, context.seeds());
+  auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
+                                      inferred, context.seeds());
+  Diagnosis diagnosis = diagnose(store, ob, inferred, divergence, context.seeds());
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == RuleCode::WrongScaling &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
@@ -332,7 +334,8 @@ private:
 // to any reference value its shape allows (relation inference, as for
 // values at module boundaries). No shape-compatible value: unknown, not bad.
 std::optional<Layout> relate_off_path(terms::TermStore &store, const ir::Trace &ref,
-                                      DistributedValue value) {
+                                      DistributedValue value,
+                                      const prover::Seeds &seeds) {
   bool comparable = false;
   for (auto it = ref.nodes.rbegin(); it != ref.nodes.rend(); ++it) {
     if (!is_related_value(store, *it))
@@ -342,7 +345,7 @@ std::optional<Layout> relate_off_path(terms::TermStore &store, const ir::Trace &
     if (candidate_layouts(value).empty())
       continue;
     comparable = true;
-    Layout layout = infer_layout(store, value);
+    Layout layout = infer_layout(store, value, seeds);
     if (layout.kind != Layout::Kind::None)
       return layout;
   }
@@ -400,7 +403,7 @@ struct Ancestry {
 
 Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
                           int home_rank, ir::NodeId start_node,
-                          const Layout &value_layout) {
+                          const Layout &value_layout, const prover::Seeds &seeds) {
   const ir::Trace &ref = program.reference();
   Twins twins(program, home_rank);
   Ancestry ancestry{program.rank(home_rank), start_node, {}, {}};
@@ -421,7 +424,7 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
     if (!ref_id) {
       ancestry.off_reference_path.insert(id);
       if (auto value = twins.rank_values(id))
-        if (auto layout = relate_off_path(store, ref, std::move(*value)))
+        if (auto layout = relate_off_path(store, ref, std::move(*value), seeds))
           ancestry.layouts[id] = *layout;
       continue;
     }
@@ -431,9 +434,9 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
       const ir::Node &ref_node = ref.node(*ref_id);
       value->reference_shape = ref_node.shape;
       value->reference = ref_node.elements;
-      Layout layout = infer_layout(store, *value);
+      Layout layout = infer_layout(store, *value, seeds);
       if (layout.kind == Layout::Kind::None)
-        layout = rows_of_reference(store, *value).value_or(layout);
+        layout = rows_of_reference(store, *value, seeds).value_or(layout);
       ancestry.layouts[id] = layout;
     }
   }
@@ -553,9 +556,10 @@ constexpr Strategy kStrategies[] = {
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             ir::LinkedProgram &program, int home_rank,
                                             ir::NodeId start_node,
-                                            const Layout &value_layout) {
+                                            const Layout &value_layout,
+                                            const prover::Seeds &seeds) {
   const Ancestry ancestry =
-      relate_ancestors(store, program, home_rank, start_node, value_layout);
+      relate_ancestors(store, program, home_rank, start_node, value_layout, seeds);
   for (const Strategy &strategy : kStrategies)
     if (std::optional<Divergence> found = strategy.locate(ancestry)) {
       found->strategy = strategy.name;

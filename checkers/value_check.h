@@ -65,7 +65,8 @@ struct Divergence {
 std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             ir::LinkedProgram &program, int home_rank,
                                             ir::NodeId start_node,
-                                            const Layout &value_layout);
+                                            const Layout &value_layout,
+                                            const prover::Seeds &seeds);
 
 // The entry's tensor- and data-parallel groups, when smaller than the world.
 using AxisGroups = std::map<Layout::Over, std::vector<std::vector<int>>>;

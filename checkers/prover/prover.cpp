@@ -116,8 +116,8 @@ bool differs_at(const terms::TermStore &store, TermId lhs, TermId rhs,
 } // namespace
 
 Counterexample minimise(const terms::TermStore &store, TermId lhs, TermId rhs,
-                        const std::function<double(TermId)> &values,
-                        std::size_t element) {
+                        const std::function<double(TermId)> &values, std::size_t element,
+                        std::uint64_t seed) {
   TermId roots[] = {lhs, rhs};
   std::vector<TermId> vars = terms::variables_of(store, roots);
   ValueMap best;
@@ -129,7 +129,7 @@ Counterexample minimise(const terms::TermStore &store, TermId lhs, TermId rhs,
   for (unsigned attempt = 0; attempt < 8; ++attempt) {
     ValueMap ints;
     for (TermId v : vars) {
-      double r = sample_value(0xc0ffee, attempt, v);
+      double r = sample_value(seed, attempt, v);
       int k = static_cast<int>(std::floor(r * 2)); // -4..3
       ints[v] = k == 0 ? 1 : k;
     }
@@ -178,7 +178,7 @@ struct Falsification {
 Falsification falsify_at(const terms::TermStore &store, std::span<const TermId> lhs,
                          std::span<const TermId> rhs,
                          const std::function<double(TermId)> &values,
-                         const std::string &method) {
+                         const std::string &method, std::uint64_t minimise_seed) {
   Falsification out;
   Point point(store, values);
   for (std::size_t i = 0; i < lhs.size(); ++i) {
@@ -193,7 +193,7 @@ Falsification falsify_at(const terms::TermStore &store, std::span<const TermId> 
       Verdict v;
       v.kind = Verdict::Kind::Refuted;
       v.method = method;
-      v.counterexample = minimise(store, lhs[i], rhs[i], values, i);
+      v.counterexample = minimise(store, lhs[i], rhs[i], values, i, minimise_seed);
       out.refuted = std::move(v);
       return out;
     }
@@ -258,7 +258,7 @@ ExtendedPair decide_extended(const terms::TermStore &store, TermId lhs, TermId r
   for (unsigned k = 0; k <= options.random_points; ++k) {
     // The point 0 first: the simplest example.
     auto values = [&](TermId v) {
-      return k == 0 ? 0.0 : sample_value(options.seed, k - 1, v);
+      return k == 0 ? 0.0 : sample_value(options.seeds.falsify, k - 1, v);
     };
     DoubleEvaluator eval(store, values);
     auto x = eval(real);
@@ -356,8 +356,11 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   bool overflowed = false;
   for (unsigned k = 0; k < options.random_points; ++k) {
     for (double scale : {1.0, 1.0 / 8, 1.0 / 64}) {
-      auto values = [&](TermId v) { return scale * sample_value(options.seed, k, v); };
-      Falsification f = falsify_at(store, open_lhs, open_rhs, values, "evaluation");
+      auto values = [&](TermId v) {
+        return scale * sample_value(options.seeds.falsify, k, v);
+      };
+      Falsification f = falsify_at(store, open_lhs, open_rhs, values, "evaluation",
+                                   options.seeds.minimise);
       if (f.refuted)
         return located(*f.refuted);
       if (!f.undecided)
@@ -387,8 +390,9 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
       auto it = model.find(v);
       return it == model.end() ? 0.0 : it->second;
     };
-    Falsification f = falsify_at(store, open_lhs, open_rhs, values,
-                                 "z3 model, confirmed by evaluation");
+    Falsification f =
+        falsify_at(store, open_lhs, open_rhs, values, "z3 model, confirmed by evaluation",
+                   options.seeds.minimise);
     if (f.refuted)
       return located(*f.refuted);
     if (f.undecided || overflowed)

@@ -23,9 +23,26 @@ namespace shardproof::prover {
 
 using terms::TermId;
 
+// The seed of every pseudo-random stream of the prover and the checks
+// (sample_value(seed, point, variable)), named by what it draws. Fixed, so a
+// run is reproducible and every report is pinned with these defaults; change
+// one to see whether a verdict or a report depends on its points.
+struct Seeds {
+  std::uint64_t falsify =
+      0x5eed; // the falsifier's points; a real value against an infinity
+  std::uint64_t minimise =
+      0xc0ffee;                    // the small-integer points tried first when minimising
+  std::uint64_t layout = 0x1a7047; // infer_layout: the points a candidate must hold at
+  std::uint64_t scale = 0xfac7;    // infer_layout: the point a Scaled factor is read at
+  std::uint64_t rows = 0x5e1ec7;   // rows_of_reference: the points rows are matched at
+  std::uint64_t replicas = 0xd1f;  // whether a replicated parameter's ranks disagree
+};
+
 struct ProverOptions {
   unsigned random_points = 6;
-  std::uint64_t seed = 0x5eed;
+  // Every seed, the checks' as well as the prover's (they read them through
+  // Prover::options()); no other file holds one.
+  Seeds seeds{};
   // The whole obligation (normalize, falsify, Z3) runs in one forked worker
   // under these limits.
   WorkerLimits limits{};
@@ -62,8 +79,10 @@ std::optional<std::size_t> first_difference(const terms::TermStore &store,
 
 // Shrinks the values that show lhs[element] != rhs[element] towards small
 // integers, keeping only the variables the pair depends on.
+// `seed` (Seeds::minimise) picks the small-integer points tried first.
 Counterexample minimise(const terms::TermStore &store, TermId lhs, TermId rhs,
-                        const std::function<double(TermId)> &values, std::size_t element);
+                        const std::function<double(TermId)> &values, std::size_t element,
+                        std::uint64_t seed);
 
 // Runs the pipeline in a forked worker: a hard time or memory limit turns
 // into "could not prove", never into an answer.
@@ -85,6 +104,8 @@ public:
   virtual ~Prover() = default;
   virtual Verdict prove(terms::TermStore &store, std::span<const TermId> lhs,
                         std::span<const TermId> rhs) = 0;
+  // What it proves with; the checks take their seeds from it.
+  virtual const ProverOptions &options() const = 0;
 };
 
 // One obligation at a time, each in its own forked worker (prove_equal).
@@ -95,6 +116,7 @@ public:
                 std::span<const TermId> rhs) override {
     return prove_equal(store, lhs, rhs, options_);
   }
+  const ProverOptions &options() const override { return options_; }
 
 private:
   ProverOptions options_;

@@ -48,7 +48,7 @@ TEST(Layouts, BatchShardedOverDataParallelGroupsAndReplicatedOverTensorParallel)
   for (std::vector<std::size_t> rows :
        {std::vector<std::size_t>{0, 1}, {0, 1}, {2, 3}, {2, 3}})
     add_rank(value, {1, 2}, rows);
-  Layout layout = checkers::infer_layout(store, value);
+  Layout layout = checkers::infer_layout(store, value, prover::Seeds{});
   EXPECT_EQ(layout.kind, Layout::Kind::Sharded);
   EXPECT_EQ(layout.over, Layout::Over::DataParallel);
   EXPECT_EQ(layout.dim, 0);
@@ -63,13 +63,14 @@ TEST(Layouts, ShardOfAShardOverTwoAxes) {
   // rank 1 (tp 1, dp 0) holds [1, 0], rank 2 (tp 0, dp 1) holds [0, 1].
   for (std::size_t i : {0u, 2u, 1u, 3u})
     add_rank(value, {1, 1}, {i});
-  Layout layout = checkers::infer_layout(store, value);
+  Layout layout = checkers::infer_layout(store, value, prover::Seeds{});
   ASSERT_EQ(layout.kind, Layout::Kind::Sharded) << layout.str();
   EXPECT_EQ(layout.str(), "sharded along dim 0 over the tensor-parallel group and along "
                           "dim 1 over the data-parallel group");
   // Ranks swapped along the batch: no layout explains it.
   std::swap(value.ranks[0], value.ranks[2]);
-  EXPECT_EQ(checkers::infer_layout(store, value).kind, Layout::Kind::None);
+  EXPECT_EQ(checkers::infer_layout(store, value, prover::Seeds{}).kind,
+            Layout::Kind::None);
 }
 
 TEST(Layouts, PartialSumOverDataParallelGroups) {
@@ -82,13 +83,13 @@ TEST(Layouts, PartialSumOverDataParallelGroups) {
     value.rank_shapes.push_back({1});
     value.ranks.push_back({half});
   }
-  Layout layout = checkers::infer_layout(store, value);
+  Layout layout = checkers::infer_layout(store, value, prover::Seeds{});
   EXPECT_EQ(layout.kind, Layout::Kind::Scaled); // each rank: the reference times 1/2
   value.ranks[0] = {store.mul(store.constant(mpq_class(1, 3)), value.reference[0])};
   value.ranks[2] = {store.mul(store.constant(mpq_class(2, 3)), value.reference[0])};
   value.ranks[1] = {store.zero()};
   value.ranks[3] = {value.reference[0]};
-  layout = checkers::infer_layout(store, value);
+  layout = checkers::infer_layout(store, value, prover::Seeds{});
   EXPECT_EQ(layout.kind, Layout::Kind::PartialSum);
   EXPECT_EQ(layout.over, Layout::Over::DataParallel);
 }
@@ -105,7 +106,7 @@ TEST(Layouts, ShardsOfLocalMeansThatNoDataParallelAllReduceSummed) {
   value.ranks = {
       {times(1, 2, 0)}, {value.reference[1]}, {times(3, 2, 0)}, {value.reference[1]}};
   value.rank_shapes.assign(4, {1});
-  Layout layout = checkers::infer_layout(store, value);
+  Layout layout = checkers::infer_layout(store, value, prover::Seeds{});
   ASSERT_EQ(layout.kind, Layout::Kind::PartialSum) << layout.str();
   EXPECT_EQ(layout.str(),
             "a partial sum over each data-parallel group of the rank's shard "
@@ -118,7 +119,7 @@ TEST(Layouts, RowsInAnotherOrderAndABlockAtTheWrongOffset) {
   auto value = reference_value(store, {4, 1});
   add_rank(value, {2, 1}, {1, 0}); // rank 0: its rows swapped (a permutation)
   add_rank(value, {2, 1}, {2, 3});
-  auto rows = checkers::rows_of_reference(store, value);
+  auto rows = checkers::rows_of_reference(store, value, prover::Seeds{});
   ASSERT_TRUE(rows.has_value());
   EXPECT_EQ(rows->rows, (std::vector<std::vector<std::size_t>>{{1, 0}, {2, 3}}));
   EXPECT_TRUE(rows->reordered());
@@ -126,12 +127,12 @@ TEST(Layouts, RowsInAnotherOrderAndABlockAtTheWrongOffset) {
   auto shifted = reference_value(store, {4, 1});
   add_rank(shifted, {2, 1}, {2, 3}); // the next rank's block
   add_rank(shifted, {2, 1}, {0, 1});
-  rows = checkers::rows_of_reference(store, shifted);
+  rows = checkers::rows_of_reference(store, shifted, prover::Seeds{});
   ASSERT_TRUE(rows.has_value());
   EXPECT_FALSE(rows->reordered());
 
   auto mixed = reference_value(store, {2, 1});
   mixed.rank_shapes.push_back({1, 1});
   mixed.ranks.push_back({store.add(mixed.reference[0], mixed.reference[1])});
-  EXPECT_FALSE(checkers::rows_of_reference(store, mixed).has_value());
+  EXPECT_FALSE(checkers::rows_of_reference(store, mixed, prover::Seeds{}).has_value());
 }
