@@ -1,0 +1,154 @@
+// The divergence locator (value_check.h) on hand-built traces: which node a
+// wrong value is blamed on, and which of its named strategies found it.
+#include "checkers/value_check.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace shardproof;
+using checkers::Layout;
+using terms::TermId;
+
+namespace {
+ir::NodeId add(ir::Trace &trace, std::string op, ir::OpCategory category, int line,
+               std::vector<ir::NodeId> inputs, ir::Shape shape,
+               std::vector<TermId> elements) {
+  ir::Node n;
+  n.op = std::move(op);
+  n.category = category;
+  n.loc = {"model.py", line, 0, {}};
+  n.inputs = std::move(inputs);
+  n.shape = std::move(shape);
+  n.elements = std::move(elements);
+  return trace.add_node(std::move(n));
+}
+
+ir::Leaf leaf(ir::LeafRole role, std::string name, ir::Shape shape,
+              std::vector<TermId> elements, int shard = 0, int shards = 1) {
+  ir::Leaf l;
+  l.role = role;
+  l.name = std::move(name);
+  l.shape = std::move(shape);
+  l.elements = std::move(elements);
+  if (shards > 1) {
+    l.partition_dim = 0;
+    l.shard_index = shard;
+    l.shard_count = shards;
+  }
+  return l;
+}
+
+// y = 2 * sum(x * w) over x, w of shape [2], the reference and two ranks
+// that each hold one element of x and w (line 1: x, 2: w, 3: x * w, 4: sum,
+// 5: 2 * sum). `reduce` adds, on every rank, line 6: an all_reduce of y with
+// that op, which the reference does not have.
+struct Program {
+  terms::TermStore store;
+  ir::Trace reference;
+  std::vector<ir::Trace> ranks;
+  std::unique_ptr<ir::LinkedProgram> linked;
+  ir::NodeId out = 0; // every rank's last node
+
+  explicit Program(std::optional<ir::ReduceOp> reduce) {
+    trace(reference, 1, 0, std::nullopt);
+    for (int r = 0; r < 2; ++r)
+      out = trace(ranks.emplace_back(), 2, r, reduce);
+    linked = std::make_unique<ir::LinkedProgram>(store, reference, ranks);
+  }
+
+  ir::NodeId trace(ir::Trace &t, int world, int rank,
+                   std::optional<ir::ReduceOp> reduce) {
+    t.world = world;
+    t.rank = rank;
+    const auto kind = world == 1 ? terms::VarKind::Reference : terms::VarKind::RankLocal;
+    const int n = world == 1 ? 2 : 1;
+    const std::string tag = world == 1 ? "" : "@" + std::to_string(rank);
+    std::vector<TermId> x, w, xw;
+    for (int i = 0; i < n; ++i) {
+      x.push_back(store.var("x" + std::to_string(i) + tag, kind));
+      w.push_back(store.var("w" + std::to_string(i) + tag, kind));
+      xw.push_back(store.mul(x[i], w[i]));
+    }
+    t.leaves.push_back(leaf(ir::LeafRole::Input, "input#0", {n}, x, rank, world));
+    t.leaves.push_back(leaf(ir::LeafRole::Parameter, "w", {n}, w, rank, world));
+    ir::NodeId nx = add(t, "input", ir::OpCategory::Leaf, 1, {}, {n}, x);
+    ir::NodeId nw = add(t, "parameter", ir::OpCategory::Leaf, 2, {}, {n}, w);
+    ir::NodeId nxw = add(t, "mul", ir::OpCategory::Elementwise, 3, {nx, nw}, {n}, xw);
+    TermId sum = n == 1 ? xw[0] : store.add(xw[0], xw[1]);
+    ir::NodeId nsum = add(t, "sum", ir::OpCategory::Reduction, 4, {nxw}, {}, {sum});
+    TermId y = store.mul(store.constant(2), sum);
+    ir::NodeId last = add(t, "mul", ir::OpCategory::Elementwise, 5, {nsum}, {}, {y});
+    if (reduce) {
+      ir::Collective c;
+      c.op = *reduce;
+      c.group = {0, 1};
+      c.input_shape = c.output_shape = {1};
+      c.inputs = {y};
+      c.outputs = {
+          store.var("all_reduce@" + std::to_string(rank), terms::VarKind::Placeholder)};
+      c.loc = {"model.py", 6, 0, {}};
+      c.node = last =
+          add(t, "all_reduce", ir::OpCategory::Collective, 6, {last}, {}, c.outputs);
+      t.collectives.push_back(c);
+    }
+    return last;
+  }
+
+  // y as the reference and every rank hold it.
+  checkers::DistributedValue value() {
+    checkers::DistributedValue v;
+    v.reference_shape = {};
+    v.reference = reference.nodes.back().elements;
+    for (int r = 0; r < 2; ++r) {
+      v.rank_shapes.push_back({});
+      v.ranks.push_back(linked->linked(r, ranks[r].node(out).elements));
+    }
+    return v;
+  }
+
+  std::optional<checkers::Divergence> locate(const Layout &value_layout) {
+    return checkers::locate_divergence(store, *linked, 0, out, value_layout,
+                                       prover::Seeds{});
+  }
+};
+} // namespace
+
+TEST(DivergenceLocator, MissingReductionIsBlamedOnTheSumThatMadeThePartialValue) {
+  Program p(std::nullopt);
+  ASSERT_TRUE(p.linked->mismatches().empty());
+  Layout layout = checkers::infer_layout(p.store, p.value(), prover::Seeds{});
+  ASSERT_EQ(layout.kind, Layout::Kind::PartialSum);
+  auto d = p.locate(layout);
+  ASSERT_TRUE(d.has_value());
+  // Not line 5, which only carried the partial value on.
+  EXPECT_EQ(d->loc.line, 4);
+  EXPECT_EQ(d->op, "sum");
+  EXPECT_EQ(d->category, ir::OpCategory::Reduction);
+  EXPECT_EQ(d->layout.kind, Layout::Kind::PartialSum);
+  EXPECT_FALSE(d->off_reference_path);
+  EXPECT_EQ(d->strategy, "unreduced-partial-sum");
+}
+
+TEST(DivergenceLocator, ReducedValueHasNoDivergence) {
+  Program p(ir::ReduceOp::Sum);
+  ASSERT_TRUE(p.linked->mismatches().empty());
+  Layout layout = checkers::infer_layout(p.store, p.value(), prover::Seeds{});
+  ASSERT_EQ(layout.kind, Layout::Kind::Replicated);
+  EXPECT_FALSE(p.locate(layout).has_value());
+}
+
+TEST(DivergenceLocator, AveragedSumIsBlamedOnTheCollectiveThatScaledIt) {
+  // all_reduce(avg) of a partial sum: every rank holds half the reference.
+  Program p(ir::ReduceOp::Avg);
+  Layout layout = checkers::infer_layout(p.store, p.value(), prover::Seeds{});
+  ASSERT_EQ(layout.kind, Layout::Kind::Scaled);
+  EXPECT_EQ(layout.factor, mpq_class(1, 2));
+  auto d = p.locate(layout);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->loc.line, 6);
+  EXPECT_EQ(d->op, "all_reduce");
+  EXPECT_EQ(d->layout.kind, Layout::Kind::Scaled);
+  EXPECT_EQ(d->layout.factor, mpq_class(1, 2));
+  EXPECT_EQ(d->strategy, "scaled-chain");
+}
