@@ -461,9 +461,15 @@ PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
           args, kwargs, "sssiisOsOO", const_cast<char **>(keywords), &op, &category,
           &file, &line, &column, &function, &shape, &dtype, &elems, &inputs))
     return nullptr;
+  auto known_category = ir::category_from_name(category);
+  if (!known_category) {
+    PyErr_Format(PyExc_ValueError, "shardproof: unknown op category %s (CATEGORIES)",
+                 category);
+    return nullptr;
+  }
   ir::Node node;
   node.op = op;
-  node.category = ir::category_from_name(category);
+  node.category = *known_category;
   node.loc = {file, line, column, function};
   node.shape = int_list<std::int64_t>(shape);
   node.dtype = ir::dtype_from_name(dtype);
@@ -753,6 +759,17 @@ void set_recording_context(RecordingContext *context) { g_context = context; }
 
 PyObject *trace_timeout_error() { return g_timeout_error; }
 
+namespace {
+PyObject *name_tuple(const std::vector<std::string_view> &names) {
+  PyObject *tuple = PyTuple_New(static_cast<Py_ssize_t>(names.size()));
+  for (std::size_t i = 0; i < names.size(); ++i)
+    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i),
+                     PyUnicode_FromStringAndSize(
+                         names[i].data(), static_cast<Py_ssize_t>(names[i].size())));
+  return tuple;
+}
+} // namespace
+
 PyObject *init_shardproof_module() {
   if (PyType_Ready(&TermType) < 0)
     return nullptr;
@@ -775,6 +792,11 @@ PyObject *init_shardproof_module() {
       PyErr_NewException("_shardproof.TraceTimeout", PyExc_BaseException, nullptr);
   Py_INCREF(g_timeout_error);
   PyModule_AddObject(m, "TraceTimeout", g_timeout_error);
+  // The IR's enumerations, by name: the recorders accept no other.
+  PyModule_AddObject(m, "DTYPES", name_tuple(ir::dtype_names()));
+  PyModule_AddObject(m, "CATEGORIES", name_tuple(ir::category_names()));
+  PyModule_AddObject(m, "COLLECTIVES", name_tuple(ir::collective_names()));
+  PyModule_AddObject(m, "REDUCE_OPS", name_tuple(ir::reduce_op_names()));
   return m;
 }
 

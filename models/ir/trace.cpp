@@ -65,7 +65,20 @@ constexpr std::array<std::pair<ReduceOp, std::string_view>, 5> kReduceOps{{
     {ReduceOp::Min, "min"},
     {ReduceOp::Product, "product"},
 }};
+template <typename E, std::size_t N>
+std::vector<std::string_view>
+names_of(const std::array<std::pair<E, std::string_view>, N> &table) {
+  std::vector<std::string_view> names;
+  for (const auto &entry : table)
+    names.push_back(entry.second);
+  return names;
+}
 } // namespace
+
+std::vector<std::string_view> dtype_names() { return names_of(kDTypes); }
+std::vector<std::string_view> category_names() { return names_of(kCategories); }
+std::vector<std::string_view> collective_names() { return names_of(kCollectives); }
+std::vector<std::string_view> reduce_op_names() { return names_of(kReduceOps); }
 
 std::string SourceLoc::str() const {
   if (line <= 0)
@@ -79,8 +92,8 @@ DType dtype_from_name(std::string_view name) {
   return value_of(kDTypes, name).value_or(DType::Other);
 }
 std::string_view category_name(OpCategory c) { return name_of(kCategories, c); }
-OpCategory category_from_name(std::string_view name) {
-  return value_of(kCategories, name).value_or(OpCategory::Other);
+std::optional<OpCategory> category_from_name(std::string_view name) {
+  return value_of(kCategories, name);
 }
 std::string_view collective_name(CollectiveKind k) { return name_of(kCollectives, k); }
 

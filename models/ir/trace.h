@@ -45,7 +45,8 @@ enum class OpCategory {
   Other,
 };
 std::string_view category_name(OpCategory category);
-OpCategory category_from_name(std::string_view name);
+// nullopt for a name that is none of the categories.
+std::optional<OpCategory> category_from_name(std::string_view name);
 
 struct Node {
   NodeId id = 0;
@@ -166,6 +167,13 @@ struct Trace {
   NodeId add_node(Node node);
   const Node &node(NodeId id) const { return nodes.at(id); }
 };
+
+// Every name of each enumeration, in declaration order: the Python frontend
+// exports them and may record no other.
+std::vector<std::string_view> dtype_names();
+std::vector<std::string_view> category_names();
+std::vector<std::string_view> collective_names();
+std::vector<std::string_view> reduce_op_names();
 
 std::int64_t element_count(const Shape &shape);
 std::string shape_str(const Shape &shape);

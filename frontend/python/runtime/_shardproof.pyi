@@ -40,10 +40,16 @@ def evaluate(terms: Sequence[Number], vars: Sequence[Term],
              values: Sequence[float]) -> list[float]:
     """The terms at the given values of their variables (others 0)."""
 
+# ---- the IR's enumerations, by name, from C++ (models/ir/trace.cpp) --------
+DTYPES: tuple[str, ...]       # ir::DType: "float64", "float32", ..., "other"
+CATEGORIES: tuple[str, ...]   # ir::OpCategory: "leaf", "elementwise", ...
+COLLECTIVES: tuple[str, ...]  # ir::CollectiveKind: "all_reduce", ...
+REDUCE_OPS: tuple[str, ...]   # ir::ReduceOp: "sum", "avg", "max", ...
+
 # ---- recording (keyword arguments: the IR's field names) -------------------
-# category: "leaf" | "elementwise" | "matmul" | "reduction" | "view" | "index" |
-#           "softmax" | "activation" | "collective" | "custom" | "other"
-#           (ir::OpCategory); dtype: a torch dtype's name ("float32", ...).
+# category: one of CATEGORIES (any other is a ValueError); dtype: a torch
+# dtype's name (one not in DTYPES is recorded as "other"); kind and op of a
+# collective: one of COLLECTIVES and REDUCE_OPS.
 
 def record_node(*, op: str, category: str, file: str, line: int, column: int,
                 function: str, shape: Sequence[int], dtype: str,
