@@ -664,6 +664,7 @@ SCAN = [
     ("moe_layer_replay", "tp=1,ep=2,sp=0"),
     ("moe_layer_replay", "tp=2,ep=2,sp=1"),
     ("moe_layer_replay_allgather", "tp=1,ep=2,sp=0"),
+    ("mla_self_attention", "tp=2,sp=0"),
 ]
 
 
