@@ -896,3 +896,27 @@ CASES.update({
     "rng_states_compare": ([(2, 3)], _rng_states_compare),
     "inplace_fill_repeats": ([(2, 3)], _inplace_fill_repeats),
 })
+
+
+# ---- clamp (h2 probe) ---------------------------------------------------------
+# PyTorch's clamp passes the whole gradient at a tie with a bound (x - x.detach()
+# is 0 with gradient 1; torch.maximum would pass half), max wins where min > max,
+# tensor bounds get gradients, NaN propagates, and the clamp of concrete
+# integers is concrete (it indexes, as Megatron's clamped target ids do).
+CASES.update({
+    "clamp_tie_gradient": ([(3,)], lambda x: (x - x.detach()).clamp(min=0.0) * 2
+                           + (x - x.detach()).clamp(-1.0, 0.0)
+                           + torch.clamp(x - x.detach() + 1.0, 0.0, 1.0) * 4),
+    "clamp_tensor_bounds": ([(4,), (4,), (4,)], lambda x, lo, hi: x.clamp(lo, hi)
+                            + torch.clamp(x, min=lo) * 2 + x.clamp(max=hi - 1.0) * 3
+                            + torch.clamp(x.unsqueeze(1), min=lo) .sum(1)),
+    "clamp_min_max_methods": ([(4,)], lambda x: x.clamp_min(0.1) + torch.clamp_max(x, -0.2)
+                              + (x * 1.0).clamp_(-0.5, 0.5) + (x * 1.0).clip_(min=0.0)
+                              + (x * 1.0).clamp_min_(0.3) + torch.clamp_max_(x * 1.0, 0.2)),
+    "clamp_integer_index": ([(5, 2)], lambda w: w[(torch.tensor([0, 5, 3, 7]) - 2).clamp(0, 4)]
+                            + w.gather(0, torch.tensor([[9, -3], [1, 2], [4, 0], [0, 9]]).clamp(0, 4))),
+    "clamp_nan_propagates": ([(3,)], lambda x: torch.cat(
+        [x, torch.tensor([float("nan")], dtype=torch.float64)]).clamp(-0.5, 0.5)
+        + torch.maximum(torch.tensor([float("nan"), 1.0, 0.0, 2.0], dtype=torch.float64),
+                        torch.cat([x, x[:1]]))),
+})

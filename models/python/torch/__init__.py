@@ -381,7 +381,8 @@ def _out_form(fn):
 
 for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "abs", "neg", "sum", "mean", "var", "amax", "amin", "norm", "square",
-              "reciprocal", "clamp", "clip", "flatten", "transpose", "permute",
+              "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "clamp_",
+              "clip_", "clamp_min_", "clamp_max_", "flatten", "transpose", "permute",
               "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
               "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
               "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",

@@ -55,6 +55,11 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
         array = np.asarray(array, dtype=dtype.numpy)
     if dtype.is_floating_point and array.dtype != object:
         array = array.astype(object)
+    elif not dtype.is_floating_point and array.dtype == object and \
+            not any(isinstance(v, _sp.Term) for v in array.flat):
+        # Exact integers or bools (a clamp or where of concrete values) are
+        # concrete, as in PyTorch: they can index and size things.
+        array = array.astype(dtype.numpy)
     loc = loc or _tracing.location()
     file, line, func, col = loc
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
@@ -862,14 +867,26 @@ class Tensor:
         return 1.0 / self
 
     def clamp(self, min=None, max=None):
-        out = self
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return clamp(self, min, max)
 
     clip = clamp
+
+    def clamp_min(self, min):
+        return clamp(self, min, None, "clamp_min")
+
+    def clamp_max(self, max):
+        return clamp(self, None, max, "clamp_max")
+
+    def clamp_(self, min=None, max=None):
+        return self._overwrite(clamp(self._old(), min, max))
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min):
+        return self._overwrite(clamp(self._old(), min, None, "clamp_min"))
+
+    def clamp_max_(self, max):
+        return self._overwrite(clamp(self._old(), None, max, "clamp_max"))
 
     # ---- reductions ---------------------------------------------------------
     def _axes(self, dim):
@@ -1735,18 +1752,23 @@ def _fold(a, axis, keepdims, fn):
 def maximum_scalar(x, y):
     if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
         return _sp.maximum(x, y)
+    if x != x or y != y:  # NaN propagates (torch.maximum, max, clamp)
+        return x if x != x else y
     return x if x >= y else y
 
 
 def minimum_scalar(x, y):
     if isinstance(x, _sp.Term) or isinstance(y, _sp.Term):
         return _sp.minimum(x, y)
+    if x != x or y != y:
+        return x if x != x else y
     return x if x <= y else y
 
 
 def _share_of_first(x, y):
-    """How much of the gradient of max(x, y) goes to x: 1, 0, or half on a tie."""
-    return _sp.where(y < x, 1, _sp.where(x < y, 0, 0.5))
+    """How much of the gradient of max(x, y) goes to x: 1, 0, or half on a
+    tie; none when either is NaN (PyTorch: where(x == y, 0.5, x > y))."""
+    return _sp.where(y < x, 1, _sp.where(x < y, 0, _sp.where(x <= y, 0.5, 0)))
 
 
 def _vjp_maximum(g, A, B):
@@ -1769,6 +1791,62 @@ def minimum(a, b):
     f = np.frompyfunc(minimum_scalar, 2, 1)
     return binary("minimum", a, b, lambda x, y: np.asarray(f(x, y), dtype=object),
                   vjp=_vjp_minimum)
+
+
+def _indicator(cond):
+    """1 where a comparison holds, 0 elsewhere (a term where it is symbolic)."""
+    return np.asarray(_where_array(np.asarray(cond, dtype=object), 1, 0), dtype=object)
+
+
+def clamp(x, min=None, max=None, op="clamp"):
+    """PyTorch's clamp: min(max(x, min), max), so max wins where min > max,
+    and NaN propagates. Its gradient is PyTorch's clamp_backward: x's where
+    min <= x <= max (both ends included; a tie with a bound passes the whole
+    gradient, not half of it as torch.maximum's does); a tensor min's where
+    x < min < max, a tensor max's where x > max or max < min."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    inputs = (x,) + tuple(b for b in (min, max) if b is not None)
+    dtype = _result_dtype(*inputs)
+    X = np.asarray(_raw(x), dtype=object)
+    L = None if min is None else _raw(min)
+    H = None if max is None else _raw(max)
+    out = X
+    if L is not None:
+        out = np.asarray(np.frompyfunc(maximum_scalar, 2, 1)(out, L), dtype=object)
+    if H is not None:
+        out = np.asarray(np.frompyfunc(minimum_scalar, 2, 1)(out, H), dtype=object)
+    X, L, H = _saved(X), _saved(L), _saved(H)
+
+    def vjp(grads):
+        with np.errstate(invalid="ignore"):  # NaN compares false, as in ATen
+            return _clamp_grads(grads)
+
+    def _clamp_grads(grads):
+        g = np.asarray(grads[0], dtype=object)
+        keep = 1
+        if L is not None:
+            keep = keep * _indicator(_GREATER_EQUAL(X, L))
+        if H is not None:
+            keep = keep * _indicator(_LESS_EQUAL(X, H))
+        result = [_unbroadcast(g * keep, np.shape(X))]
+        if L is not None:
+            below = _indicator(_LESS(X, L))
+            if H is not None:
+                below = below * _indicator(_LESS(L, H))
+            result.append(_unbroadcast(g * below, np.shape(L))
+                          if isinstance(min, Tensor) else None)
+        if H is not None:
+            above = _indicator(_GREATER(X, H))
+            if L is not None:
+                inverted = _indicator(_LESS(H, L))
+                above = above + inverted - above * inverted
+            result.append(_unbroadcast(g * above, np.shape(H))
+                          if isinstance(max, Tensor) else None)
+        return result
+
+    return record(out, dtype, op, "elementwise", inputs, vjp,
+                  saved=tuple(t for t in inputs if isinstance(t, Tensor)))
 
 
 def _shape_args(shape):
