@@ -399,6 +399,16 @@ PyObject *py_apply(PyObject *, PyObject *args) {
   return wrap_checked(store().app(fn, t), name);
 }
 
+// A number as an exact constant term (a float: its exact binary value), so
+// the arithmetic that follows is over the rationals, as a symbolic value's is.
+PyObject *py_exact(PyObject *, PyObject *args) {
+  PyObject *x;
+  if (!PyArg_ParseTuple(args, "O", &x))
+    return nullptr;
+  auto t = arg_term(x);
+  return t ? wrap(*t) : nullptr;
+}
+
 PyObject *py_where(PyObject *, PyObject *args) {
   PyObject *c, *a, *b;
   if (!PyArg_ParseTuple(args, "OOO", &c, &a, &b))
@@ -720,6 +730,7 @@ PyMethodDef module_methods[] = {
      "rename(term, name): the name reports use"},
     {"apply", in_trace<py_apply>, METH_VARARGS, "apply(fn, x): a nonlinear function"},
     {"where", in_trace<py_where>, METH_VARARGS, "where(cond, a, b)"},
+    {"exact", in_trace<py_exact>, METH_VARARGS, "exact(x): x as an exact constant term"},
     {"maximum", in_trace<py_lattice<true>>, METH_VARARGS, "maximum(a, b)"},
     {"minimum", in_trace<py_lattice<false>>, METH_VARARGS, "minimum(a, b)"},
     {"record_node", with_keywords(in_trace<py_record_node>), METH_VARARGS | METH_KEYWORDS,

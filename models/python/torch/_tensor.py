@@ -295,7 +295,7 @@ def _div_saves(a, b):
 
 def _vjp_div(g, A, B):
     B = np.asarray(B, dtype=object)
-    return g / B, -g * A / (B * B)
+    return _true_divide(g, B), _true_divide(-g * A, B * B)
 
 
 # numpy's own comparisons of object arrays ask each result for a Python bool,
@@ -1725,9 +1725,26 @@ def _as_bool(a):
     return np.asarray(a, dtype=np.bool_)
 
 
+def _exact_quotient(x, y):
+    """x / y over the reals. Two finite floats divide exactly (a rational
+    term), as a symbolic value does once it links to the same numbers: a loss
+    divided by an all-reduced token count is 1/3 on the ranks, and must not
+    be 1/3 rounded to a double in the reference. Anything else divides as
+    before (Term.__truediv__ keeps x / 3 exact; x / 0 is IEEE's)."""
+    if (isinstance(x, float) and isinstance(y, (float, int)) and not isinstance(y, bool)
+            and y != 0 and math.isfinite(x) and math.isfinite(y)):
+        return _sp.exact(x) / y
+    return x / y
+
+
+_EXACT_QUOTIENT = np.frompyfunc(_exact_quotient, 2, 1)
+
+
 def _true_divide(a, b):
-    # object arrays call Term.__truediv__, which keeps x / 3 exact
-    return np.true_divide(a, b)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != object and b.dtype != object:
+        return np.true_divide(a, b)  # integers (and what record() widens after)
+    return _EXACT_QUOTIENT(a, b)
 
 
 def _object_max(a, axis=None, keepdims=False):
