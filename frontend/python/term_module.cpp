@@ -60,6 +60,10 @@ PyObject *wrap(TermId id) {
 
 bool is_term(PyObject *o) { return PyObject_TypeCheck(o, &TermType); }
 
+// Stops at symbolic control flow since the driver last asked: a stop the
+// analysed code caught (a bare `except:`) must still end the run unproved.
+long g_symbolic_stops = 0;
+
 // Python numbers (and numpy scalars) become exact constants.
 std::optional<TermId> to_term(PyObject *o) {
   if (is_term(o))
@@ -88,8 +92,12 @@ std::optional<TermId> to_term(PyObject *o) {
     return t;
   }
   if (PyFloat_Check(o) || PyObject_HasAttrString(o, "__float__")) {
+    // Our own probe: an array of terms refuses float() and the operation goes
+    // to its other operand (ndarray.__rmul__); that refusal is no stop.
+    long stops = g_symbolic_stops;
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) {
+      g_symbolic_stops = stops;
       PyErr_Clear();
       return std::nullopt;
     }
@@ -97,10 +105,6 @@ std::optional<TermId> to_term(PyObject *o) {
   }
   return std::nullopt;
 }
-
-// Stops at symbolic control flow since the driver last asked: a stop the
-// analysed code caught (a bare `except:`) must still end the run unproved.
-long g_symbolic_stops = 0;
 
 PyObject *symbolic_error(const char *what) {
   ++g_symbolic_stops;
@@ -245,17 +249,38 @@ PyObject *term_float(PyObject *a) {
   return symbolic_error("a Python float");
 }
 
+PyObject *python_int(const mpz_class &value) {
+  return PyLong_FromString(value.get_str().c_str(), nullptr, 10);
+}
+
+// operator.index(): an integer constant only. A fraction is no index, as a
+// float is none (numpy probes for one and goes on), and not symbolic either.
 PyObject *term_index(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
   if (store().is_const(x) && store().const_value(x).get_den() == 1)
-    return PyLong_FromString(store().const_value(x).get_num().get_str().c_str(), nullptr,
-                             10);
+    return python_int(store().const_value(x).get_num());
+  if (store().is_const(x)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "a non-integer constant cannot be interpreted as an integer");
+    return nullptr;
+  }
   if (store().is_concrete(x)) { // as int(float('inf')) does
     PyErr_SetString(PyExc_OverflowError,
                     "cannot convert an infinite or NaN value to integer");
     return nullptr;
   }
   return symbolic_error("a Python integer");
+}
+
+// int(): a constant truncated toward zero, as int(2.5) is.
+PyObject *term_int(PyObject *a) {
+  TermId x = reinterpret_cast<TermObject *>(a)->id;
+  if (!store().is_const(x))
+    return term_index(a); // inf, NaN: OverflowError; symbolic: not followed
+  const mpq_class &v = store().const_value(x);
+  mpz_class truncated;
+  mpz_tdiv_q(truncated.get_mpz_t(), v.get_num_mpz_t(), v.get_den_mpz_t());
+  return python_int(truncated);
 }
 
 PyObject *term_richcompare(PyObject *a, PyObject *b, int op) {
@@ -309,7 +334,7 @@ PyNumberMethods term_number = [] {
   m.nb_bool = in_trace<term_bool>;
   m.nb_float = in_trace<term_float>;
   m.nb_index = in_trace<term_index>;
-  m.nb_int = in_trace<term_index>;
+  m.nb_int = in_trace<term_int>;
   return m;
 }();
 

@@ -45,3 +45,9 @@ TEST(StandInTorch, TheModuleStubDocumentsEveryName) {
   std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/differential/";
   EXPECT_EQ(shardproof::frontend::run_python_script(dir + "stub_matches_module.py", {}), 0);
 }
+
+TEST(StandInTorch, ConcreteQuotientsAreExact) {
+  std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/differential/";
+  EXPECT_EQ(shardproof::frontend::run_python_script(dir + "exact_constants.py", {}), 0)
+      << "see the FAIL lines above";
+}

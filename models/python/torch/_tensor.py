@@ -1744,7 +1744,9 @@ def _true_divide(a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != object and b.dtype != object:
         return np.true_divide(a, b)  # integers (and what record() widens after)
-    return _EXACT_QUOTIENT(a, b)
+    # Python numbers, not numpy scalars: a numpy float divided by a term would
+    # ask the term for a float first.
+    return _EXACT_QUOTIENT(a.astype(object), b.astype(object))
 
 
 def _object_max(a, axis=None, keepdims=False):
