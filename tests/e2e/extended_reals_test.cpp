@@ -95,7 +95,9 @@ TEST(CliExtendedReals, AHazardIsSaidOnceAtTheExpNotWhereItsValuesTravel) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(count(doc, "SP010"), 1) << r.out;
-  for (const auto &f : doc["findings"])
-    if (f["rule_id"] == "SP010")
+  for (const auto &f : doc["findings"]) {
+    if (f["rule_id"] == "SP010") {
       EXPECT_EQ(f["line"], 20) << "y = torch.exp(local.float()).to(x.dtype)";
+    }
+  }
 }
