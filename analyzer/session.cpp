@@ -5,7 +5,6 @@
 #include "models/terms/term_store.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>

@@ -444,30 +444,35 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
   return ancestry;
 }
 
+// Where the chain of values that carry the value's own layout begins, when
+// that layout is of `kind` (`same` says two of that kind are one relation).
+template <typename Same>
+std::optional<Divergence> chain_origin(const Ancestry &a, Layout::Kind kind, Same same) {
+  const Layout *out = a.layout_of(a.start);
+  if (!out || out->kind != kind)
+    return std::nullopt;
+  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
+    const Layout *l = a.layout_of(in);
+    return l && l->kind == kind && same(*l, *out);
+  }));
+}
+
 // A value off by a constant factor: the factor was introduced where the chain
 // of values scaled by that same factor begins (a local mean's scale that a
 // later average undoes is not the culprit).
 std::optional<Divergence> scaled_chain(const Ancestry &a) {
-  const Layout *out = a.layout_of(a.start);
-  if (!out || out->kind != Layout::Kind::Scaled)
-    return std::nullopt;
-  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
-    const Layout *l = a.layout_of(in);
-    return l && l->kind == Layout::Kind::Scaled && l->factor == out->factor;
-  }));
+  return chain_origin(a, Layout::Kind::Scaled, [](const Layout &l, const Layout &out) {
+    return l.factor == out.factor;
+  });
 }
 
 // Rows of the reference in the wrong places (a wrong slice, tokens put back
 // in the wrong order): the culprit is where that arrangement of rows was
 // made, not the row-wise operations that carried it on.
 std::optional<Divergence> misplaced_rows(const Ancestry &a) {
-  const Layout *out = a.layout_of(a.start);
-  if (!out || out->kind != Layout::Kind::Rows)
-    return std::nullopt;
-  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
-    const Layout *l = a.layout_of(in);
-    return l && l->kind == Layout::Kind::Rows && l->rows == out->rows;
-  }));
+  return chain_origin(a, Layout::Kind::Rows, [](const Layout &l, const Layout &out) {
+    return l.rows == out.rows;
+  });
 }
 
 // A partial sum that reaches the value without crossing a collective is a
