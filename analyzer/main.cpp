@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -52,7 +53,7 @@ int main(int argc, char **argv) {
   std::string reduce_dtype;
   double trace_seconds = 120;
   bool whole_program = false;
-  std::vector<std::string> selected, ignored;
+  std::vector<std::string> selected, ignored, python_path;
   check->add_option("targets", targets, "FILE.py::FUNC (FUNC defaults to entry)")
       ->required();
   check->add_option("--world", world, "simulated world size")
@@ -83,6 +84,12 @@ int main(int argc, char **argv) {
                      "limit on running the user's code, per simulated rank, in seconds")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    command
+        ->add_option("--python-path", python_path,
+                     "folders the analysed code imports its dependencies from "
+                     "(':'-separated; a virtual environment's site-packages is added "
+                     "when VIRTUAL_ENV is set)")
+        ->type_name("DIRS");
     command->add_flag("--no-modular", whole_program,
                       "prove every obligation whole, without module-boundary lemmas");
     command
@@ -201,6 +208,12 @@ int main(int argc, char **argv) {
   options.trace_time_limit =
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   options.world = world;
+  try {
+    options.python_path = frontend::user_python_path(python_path, std::getenv("VIRTUAL_ENV"));
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "shardproof: " << e.what() << "\n";
+    return 2;
+  }
   std::vector<analyzer::TargetResult> results;
   try {
     for (const auto &run : runs)

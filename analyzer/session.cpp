@@ -131,7 +131,9 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   result.world = target.world.value_or(options.world);
   terms::TermStore store;
   frontend::TracedProgram traced = frontend_for(target)->trace(
-      store, target, {.world = result.world, .time_limit = options.trace_time_limit});
+      store, target, {.world = result.world,
+                    .time_limit = options.trace_time_limit,
+                    .python_path = options.python_path});
   result.failure = std::move(traced.failure);
 
   if (result.failure) {

@@ -20,6 +20,7 @@ using frontend::Target;
 struct SessionOptions {
   int world = 2;
   std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
+  std::vector<std::string> python_path; // the user's import folders
   checkers::CheckOptions checks;
   prover::ProverOptions prover;
   checkers::RuleSelection rules; // --select / --ignore

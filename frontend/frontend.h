@@ -52,6 +52,10 @@ struct TraceOptions {
   // Analysed code that runs longer, per simulated rank, is stopped where it
   // is (an endless loop must not hang shardproof).
   std::chrono::milliseconds time_limit{120000};
+  // Folders the analysed code imports its own dependencies from (the user's
+  // environment: `--python-path`, a virtual environment's site-packages),
+  // searched after shardproof's stand-ins and before the system's packages.
+  std::vector<std::string> python_path;
 };
 
 // Source lines by file, as the frontend read them: findings are rendered and

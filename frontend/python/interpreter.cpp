@@ -4,7 +4,10 @@
 
 #include <Python.h>
 
+#include <fmt/format.h>
+
 #include <condition_variable>
+#include <filesystem>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -79,6 +82,17 @@ PyObject *string_dict(const std::map<std::string, std::string> &variables) {
     Py_DECREF(text);
   }
   return dict;
+}
+
+// A Python list of `items` (a new reference).
+PyObject *string_list(const std::vector<std::string> &items) {
+  PyObject *list = PyList_New(0);
+  for (const auto &item : items) {
+    PyObject *text = PyUnicode_FromString(item.c_str());
+    PyList_Append(list, text);
+    Py_DECREF(text);
+  }
+  return list;
 }
 
 // A function of the driver module (a new reference).
@@ -187,13 +201,15 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   RecordingContext context{&store, &out, leaf_kind, &run.known_collectives};
   set_recording_context(&context);
   PyObject *environment = string_dict(run.environment);
+  PyObject *python_path = string_list(run.python_path);
   PyObject *result;
   {
     Watchdog watchdog(run.time_limit);
-    result =
-        PyObject_CallFunction(run_rank, "ssiiO", run.path.c_str(), run.function.c_str(),
-                              run.world, run.rank, environment);
+    result = PyObject_CallFunction(run_rank, "ssiiOO", run.path.c_str(),
+                                   run.function.c_str(), run.world, run.rank,
+                                   environment, python_path);
   }
+  Py_DECREF(python_path);
   Py_DECREF(environment);
   Py_DECREF(run_rank);
   set_recording_context(nullptr);
@@ -218,6 +234,26 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   }
   Py_DECREF(result);
   return failure;
+}
+
+std::string virtual_environment_packages(const std::string &venv) {
+  namespace fs = std::filesystem;
+  std::string version = std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+  fs::path packages = fs::path(venv) / "lib" / ("python" + version) / "site-packages";
+  if (fs::is_directory(packages))
+    return packages.string();
+  std::string found;
+  std::error_code error;
+  for (const auto &entry : fs::directory_iterator(fs::path(venv) / "lib", error))
+    if (entry.path().filename().string().starts_with("python"))
+      found += (found.empty() ? "" : ", ") + entry.path().filename().string();
+  throw std::invalid_argument(
+      found.empty()
+          ? fmt::format("{} is not a virtual environment (it has no lib/python*/site-packages)",
+                        venv)
+          : fmt::format("the virtual environment {} is for {}; shardproof's interpreter is "
+                        "Python {}: make one with python{} -m venv, or pass --python-path",
+                        venv, found, version, version));
 }
 
 std::vector<RecipeConfig>

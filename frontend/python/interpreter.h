@@ -25,6 +25,8 @@ struct RankRun {
   // Set in Python's os.environ for this run only (a recipe's MEGATRON_ROOT
   // and SHARDPROOF_PARALLEL layout), restored after it.
   std::map<std::string, std::string> environment;
+  // The user's import folders (TraceOptions::python_path), for this run only.
+  std::vector<std::string> python_path;
   // Collective results an earlier pass linked to constants (see
   // ir::KnownCollectives).
   ir::KnownCollectives known_collectives;
@@ -40,6 +42,11 @@ int run_python_script(const std::string &path, const std::vector<std::string> &a
 // run, RankLocal otherwise).
 std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
                                        terms::VarKind leaf_kind, ir::Trace &out);
+
+// The site-packages folder of the virtual environment at `venv` for this
+// interpreter's Python version. Throws std::invalid_argument naming what is
+// wrong (no such folder: a venv of another Python version, or none).
+std::string virtual_environment_packages(const std::string &venv);
 
 // One configuration of a framework recipe that `shardproof scan` checks.
 struct RecipeConfig {

@@ -12,6 +12,8 @@
 
 namespace shardproof::frontend {
 
+namespace fs = std::filesystem;
+
 namespace {
 // The variables one run of `target` sees: its own and its layout.
 std::map<std::string, std::string> run_environment(const Target &target) {
@@ -31,8 +33,9 @@ public:
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
                   const ir::KnownCollectives &known) {
-    RankRun run{target_.path,        target_.function, world, rank,
-                options_.time_limit, environment_,     known};
+    RankRun run{target_.path,        target_.function, world,
+                rank,                options_.time_limit, environment_,
+                options_.python_path, known};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -151,8 +154,25 @@ TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &targe
   return program;
 }
 
+std::vector<std::string> user_python_path(const std::vector<std::string> &given,
+                                          const char *virtual_env) {
+  std::vector<std::string> folders;
+  for (const std::string &item : given) {
+    std::stringstream parts(item);
+    for (std::string folder; std::getline(parts, folder, ':');) {
+      if (folder.empty())
+        continue;
+      if (!fs::is_directory(folder))
+        throw std::invalid_argument("--python-path: " + folder + " is not a folder");
+      folders.push_back(fs::absolute(folder).string());
+    }
+  }
+  if (virtual_env && *virtual_env)
+    folders.push_back(virtual_environment_packages(virtual_env));
+  return folders;
+}
+
 std::string detect_framework(const std::string &root) {
-  namespace fs = std::filesystem;
   if (fs::is_directory(fs::path(root) / "megatron" / "core"))
     return "megatron";
   if (fs::is_directory(fs::path(root) / "deepspeed"))

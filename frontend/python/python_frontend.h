@@ -17,6 +17,14 @@ public:
                       const TraceOptions &options) override;
 };
 
+// The folders the analysed code imports its own dependencies from: `given`
+// (--python-path, each item os.pathsep-separated), then the site-packages of
+// the virtual environment `virtual_env` (VIRTUAL_ENV) when not null. Throws
+// std::invalid_argument naming a folder that does not exist or a virtual
+// environment of another Python version.
+std::vector<std::string> user_python_path(const std::vector<std::string> &given,
+                                          const char *virtual_env);
+
 // "megatron" or "deepspeed" from the folders of a checkout, else "".
 std::string detect_framework(const std::string &root);
 

@@ -13,9 +13,9 @@ tree's own.
 
 DeepSpeed's Python requirements must be importable by shardproof's
 interpreter. Debian 12 ships pydantic 1.10, which only trees that still carry
-deepspeed/pydantic_v1.py accept; newer trees need pydantic>=2. Such
-requirements may be put in folders named by DEEPSPEED_PYTHONPATH
-(os.pathsep-separated, searched before the system's site-packages).
+deepspeed/pydantic_v1.py accept; newer trees need pydantic>=2: run
+shardproof in a virtual environment that has it (VIRTUAL_ENV), or name the
+folder that holds it with --python-path.
 
 Ulysses sequence parallelism (deepspeed.sequence.layer.DistributedAttention)
 runs over a sequence-parallel process group; here that group is the "tp"
@@ -37,20 +37,17 @@ from shardproof_recipes import ComponentAbsent, RecipeError, framework_root, par
 def _requirements(root):
     """DeepSpeed's own requirements, before its import: a missing one would
     otherwise surface as an opaque value deep inside deepspeed/__init__."""
-    extra = [p for p in os.environ.get("DEEPSPEED_PYTHONPATH", "").split(os.pathsep) if p]
-    for folder in reversed(extra):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     try:
         import pydantic
     except ImportError:
         raise RecipeError("DeepSpeed needs pydantic, which this interpreter lacks: "
-                          "name a folder that holds it in DEEPSPEED_PYTHONPATH") from None
+                          "pass --python-path with a folder that holds it") from None
     shim = os.path.join(root, "deepspeed", "pydantic_v1.py")
     if not str(getattr(pydantic, "VERSION", "2")).startswith("2") and not os.path.exists(shim):
         raise RecipeError(f"this DeepSpeed tree needs pydantic>=2, the interpreter has "
-                          f"{pydantic.VERSION}: name a folder that holds pydantic 2 in "
-                          "DEEPSPEED_PYTHONPATH")
+                          f"{pydantic.VERSION} (from {os.path.dirname(pydantic.__file__)}): "
+                          "run in a virtual environment with pydantic 2 or pass "
+                          "--python-path with a folder that holds it")
 
 
 def _deepspeed():

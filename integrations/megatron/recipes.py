@@ -29,14 +29,27 @@ def _megatron(sequence_parallel=False):
     layout = parallel()
     if sequence_parallel and not layout.sp:
         layout = dataclasses.replace(layout, sp=True)
-    parallel_state.initialize_model_parallel(
-        tensor_model_parallel_size=layout.tp,
-        context_parallel_size=layout.cp,
-        expert_model_parallel_size=layout.ep,
-        pipeline_model_parallel_size=layout.pp)
+    parallel_state.initialize_model_parallel(**_parallel_sizes(
+        parallel_state.initialize_model_parallel, layout))
     # The RNG tracker Megatron's weight initialisers fork from.
     tensor_parallel.model_parallel_cuda_manual_seed(1234)
     return tensor_parallel, layout
+
+
+def _parallel_sizes(initialize, layout):
+    """initialize_model_parallel's size arguments for `layout`; an axis this
+    tree cannot parallelise (2023 trees have no context or expert
+    parallelism) is absent from it, not an error, when asked for."""
+    sizes = {"tensor_model_parallel_size": layout.tp,
+             "pipeline_model_parallel_size": layout.pp,
+             "context_parallel_size": layout.cp,
+             "expert_model_parallel_size": layout.ep}
+    missing = [name for name, size in sizes.items() if not _accepts(initialize, name)]
+    for name in missing:
+        if sizes.pop(name) > 1:
+            raise ComponentAbsent(f"this Megatron tree's initialize_model_parallel "
+                                  f"has no {name}")
+    return sizes
 
 
 def _component(module, name):
@@ -50,10 +63,24 @@ def _accepts(callable_, name):
     return name in inspect.signature(callable_).parameters
 
 
-def _config(layout):
-    from megatron.core.model_parallel_config import ModelParallelConfig
-    return ModelParallelConfig(tensor_model_parallel_size=layout.tp,
-                               sequence_parallel=layout.sp and layout.tp > 1)
+def _tp_layer(tp, name, *args, layout, **kwargs):
+    """The tree's tensor_parallel.`name` built for `layout`: from a
+    ModelParallelConfig where the constructor takes one (late 2023 on), else
+    with the 2023 keyword for sequence parallelism."""
+    layer_class = _component(tp, name)
+    sequence_parallel = layout.sp and layout.tp > 1
+    if _accepts(layer_class, "config"):
+        from megatron.core.model_parallel_config import ModelParallelConfig
+        kwargs["config"] = ModelParallelConfig(tensor_model_parallel_size=layout.tp,
+                                               sequence_parallel=sequence_parallel)
+    elif _accepts(layer_class, "sequence_parallel_enabled"):
+        kwargs["sequence_parallel_enabled"] = sequence_parallel
+        if _accepts(layer_class, "async_tensor_model_parallel_allreduce"):
+            # As Megatron's arguments.py set it: the two exclude each other.
+            kwargs["async_tensor_model_parallel_allreduce"] = not sequence_parallel
+    elif sequence_parallel:
+        raise ComponentAbsent(f"this Megatron tree's {name} has no sequence parallelism")
+    return layer_class(*args, **kwargs)
 
 
 def _step(model, inputs, layout):
@@ -101,8 +128,8 @@ def _sequence_slice(x, layout):
 
 def column_parallel_linear(sequence_parallel=False):
     tp, layout = _megatron(sequence_parallel)
-    layer = _component(tp, "ColumnParallelLinear")(
-        4, 8, config=_config(layout),
+    layer = _tp_layer(
+        tp, "ColumnParallelLinear", 4, 8, layout=layout,
         init_method=torch.nn.init.normal_, bias=True, gather_output=False)
     x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
     return _step(layer, (_sequence_slice(x, layout),), layout)
@@ -114,8 +141,8 @@ def column_parallel_linear_sp():
 
 def row_parallel_linear(sequence_parallel=False):
     tp, layout = _megatron(sequence_parallel)
-    layer = _component(tp, "RowParallelLinear")(
-        8, 4, config=_config(layout),
+    layer = _tp_layer(
+        tp, "RowParallelLinear", 8, 4, layout=layout,
         init_method=torch.nn.init.normal_, bias=True, input_is_parallel=True,
         skip_bias_add=False)
     x = torch.randn(4, 2, 8)  # the full activation; this rank gets its hidden slice
@@ -128,9 +155,9 @@ def row_parallel_linear_sp():
 
 def vocab_parallel_embedding():
     tp, layout = _megatron()
-    embedding = _component(tp, "VocabParallelEmbedding")(
-        num_embeddings=8, embedding_dim=3, init_method=torch.nn.init.normal_,
-        config=_config(dataclasses.replace(layout, sp=False)))
+    embedding = _tp_layer(tp, "VocabParallelEmbedding", num_embeddings=8, embedding_dim=3,
+                          init_method=torch.nn.init.normal_,
+                          layout=dataclasses.replace(layout, sp=False))
     return _step(embedding, (torch.tensor([[0, 5, 7], [3, 4, 1]]),),
                  dataclasses.replace(layout, sp=False))
 
@@ -166,9 +193,9 @@ def vocab_parallel_cross_entropy(sequence_parallel=False):
     its own backward). Targets hit both vocabulary shards."""
     tp, layout = _megatron(sequence_parallel)
     cross_entropy = _component(tp, "vocab_parallel_cross_entropy")
-    output_layer = _component(tp, "ColumnParallelLinear")(
-        4, 8, config=_config(layout), init_method=torch.nn.init.normal_,
-        bias=False, gather_output=False)
+    output_layer = _tp_layer(tp, "ColumnParallelLinear", 4, 8, layout=layout,
+                             init_method=torch.nn.init.normal_, bias=False,
+                             gather_output=False)
 
     class LossHead(torch.nn.Module):
         def __init__(self):
@@ -225,9 +252,15 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     an AVG all-reduce instead of scaling by 1/dp before a SUM."""
     from megatron.core import distributed
     ddp_class = _component(distributed, "DistributedDataParallel")
-    ddp_config = _component(distributed, "DistributedDataParallelConfig")(
-        overlap_grad_reduce=False, use_distributed_optimizer=False,
-        average_in_collective=average_in_collective)
+    ddp_config_class = _component(distributed, "DistributedDataParallelConfig")
+    averaging = {}
+    if average_in_collective:
+        if not _accepts(ddp_config_class, "average_in_collective"):
+            raise ComponentAbsent("this Megatron tree's DistributedDataParallelConfig "
+                                  "has no average_in_collective")
+        averaging["average_in_collective"] = True
+    ddp_config = ddp_config_class(overlap_grad_reduce=False,
+                                  use_distributed_optimizer=False, **averaging)
     finalize_model_grads = _component(distributed, "finalize_model_grads")
     model = ddp_class(config, ddp_config, step["model"])
     model.zero_grad_buffer()  # what the training loop does before each step
@@ -327,17 +360,23 @@ def _transformer_engine_wrappers():
         return type(attr, (), {"__new__": refuse, "__init__": refuse}) \
             if attr[:1].isupper() else refuse
 
-    def te_norm(config, hidden_size, eps=1e-5):
+    class TENorm:
         """TE's LayerNorm computes a layer norm and marks its weight and bias
         `sequence_parallel` as Megatron's FusedLayerNorm does: the tree's
         own FusedLayerNorm stands for it (with apex modelled, see
-        _apex_layer_norm_model)."""
-        if getattr(config, "normalization", "LayerNorm") != "LayerNorm":
-            needs_te("TENorm")()
-        from megatron.core.fusions.fused_layer_norm import FusedLayerNorm
-        return FusedLayerNorm(config=config, hidden_size=hidden_size, eps=eps)
+        _apex_layer_norm_model). A class, as the tree's build_module
+        returns a function spec uncalled."""
 
-    wrappers.TENorm = te_norm
+        def __new__(cls, config, hidden_size, eps=1e-5):
+            if getattr(config, "normalization", "LayerNorm") != "LayerNorm":
+                needs_te("TENorm")()
+            from megatron.core.fusions.fused_layer_norm import FusedLayerNorm
+            return FusedLayerNorm(config=config, hidden_size=hidden_size, eps=eps)
+
+    wrappers.TENorm = TENorm
+    if "megatron.core.fusions.fused_layer_norm" not in sys.modules:
+        import shardproof_accelerators  # what TENorm stands on
+        shardproof_accelerators.install_apex_layer_norm()
     wrappers.__getattr__ = needs_te
     sys.modules[name] = wrappers
 
@@ -566,7 +605,7 @@ def moe_layer_replay(dispatcher="alltoall"):
     from megatron.core.transformer.transformer_config import TransformerConfig
     if not _accepts(TransformerConfig, "moe_enable_routing_replay"):
         import shardproof_recipes
-        raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
+        raise ComponentAbsent(
             "this Megatron tree has no MoE routing replay")
 
     def build():
@@ -623,7 +662,7 @@ def switch_mlp():
     _, layout = _megatron()
     import shardproof_recipes
     if not os.path.isdir(os.path.join(os.environ["MEGATRON_ROOT"], "megatron", "legacy")):
-        raise getattr(shardproof_recipes, "ComponentAbsent", RecipeError)(
+        raise ComponentAbsent(
             "this Megatron tree has no megatron.legacy (SwitchMLP)")
     _transformer_engine_wrappers()  # megatron.legacy imports core's GPT model
     from megatron.legacy.model import transformer as legacy
@@ -692,13 +731,21 @@ def mla_self_attention(sequence_parallel=False):
                   sequence_parallel=layout.sp and layout.tp > 1,
                   multi_latent_attention=True, q_lora_rank=None, kv_lora_rank=2,
                   qk_head_dim=1, qk_pos_emb_head_dim=2, v_head_dim=1, kv_channels=1,
+                  max_position_embeddings=4,  # early MLA ropes the whole table
                   rope_type="rope", normalization="LayerNorm",
                   add_bias_linear=False, attention_dropout=0.0, hidden_dropout=0.0,
                   masked_softmax_fusion=False, apply_rope_fusion=False,
                   gradient_accumulation_fusion=False, persist_layer_norm=False)
     config = transformer_config.MLATransformerConfig(
         **{k: v for k, v in values.items() if k in known})
-    attention = _build(spec, config=config, layer_number=1)
+    try:
+        attention = _build(spec, config=config, layer_number=1)
+    except TypeError as e:
+        if "parallel_mode" not in str(e):
+            raise
+        raise ComponentAbsent(f"this Megatron tree's MLA passes Transformer Engine's "
+                              f"parallel_mode to its local spec's linear layers ({e}): "
+                              "its MLA needs Transformer Engine") from e
     hidden = _hidden(layout, sequence=4, batch=1, hidden=config.hidden_size)
     return _step(attention, (hidden, None), layout)
 

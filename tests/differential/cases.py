@@ -49,6 +49,12 @@ CASES = {
     "where": ([(2, 3), (2, 3)], lambda x, y: torch.where(torch.tensor([[True, False, True], [False, True, False]]), x, y)),
     "maximum_minimum": ([(4,), (4,)], lambda x, y: torch.maximum(x, y) - torch.minimum(x, 2 * y)),
     "clamp": ([(5,)], lambda x: x.clamp(min=-0.5, max=0.5)),
+    # The legacy constructor (Megatron's 2023 FusedLayerNorm builds its
+    # parameters so): uninitialised float32 of a shape, or a copy of data.
+    "legacy_tensor_constructor": ([(3,)], lambda x: x * torch.Tensor([1.0, 2.0, 3.0])
+                                  + torch.Tensor(3).fill_(0.5)
+                                  + torch.Tensor(torch.Size([3])).zero_()
+                                  + torch.Tensor(1, 3).fill_(0.25)[0]),
     "inplace_add_mul": ([(2, 3), (2, 3)], lambda x, y: _inplace(x, y)),
     "repeat": ([(2, 2)], lambda x: x.repeat(2, 3)),
     "flatten": ([(2, 2, 3)], lambda x: x.flatten(1) * 3),

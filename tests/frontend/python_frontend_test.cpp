@@ -2,9 +2,11 @@
 // the sources it hands back, and the environment a target runs in.
 #include "frontend/python/python_frontend.h"
 
+#include <Python.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 using namespace shardproof;
@@ -73,4 +75,46 @@ TEST(PythonFrontend, ARecipeTargetCarriesItsLayoutWorldAndTree) {
   EXPECT_EQ(own.layout, "");
   EXPECT_FALSE(own.world); // the command line's --world
   EXPECT_EQ(own.environment.at("DEEPSPEED_ROOT"), "/trees/ds");
+}
+
+TEST(PythonFrontend, TheUsersPythonPathIsSearchedForItsRunsOnly) {
+  terms::TermStore store;
+  frontend::PythonFrontend python;
+  const std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/frontend/";
+  frontend::Target target = frontend::parse_target(dir + "imports_user_package.py::entry");
+  frontend::TracedProgram with =
+      python.trace(store, target, {.world = 2, .python_path = {dir + "user_packages"}});
+  ASSERT_FALSE(with.failure) << with.failure->message;
+  // Without the folder (and nothing left of the run before) `scaling` is a
+  // module nobody has: its FACTOR is an unmodelled value, and the branch on
+  // it stops the trace instead of proving anything.
+  frontend::TracedProgram without = python.trace(store, target, {.world = 2});
+  ASSERT_TRUE(without.failure);
+  EXPECT_EQ(without.failure->kind, frontend::TraceFailure::Kind::Unsupported);
+  EXPECT_NE(without.failure->message.find("scaling.FACTOR"), std::string::npos)
+      << without.failure->message;
+}
+
+TEST(PythonFrontend, UserPythonPathTakesFoldersAndAVirtualEnvironment) {
+  namespace fs = std::filesystem;
+  fs::path venv = fs::path(testing::TempDir()) / "shardproof-venv";
+  fs::remove_all(venv);
+  // A virtual environment of another Python version is refused by name.
+  fs::create_directories(venv / "lib" / "python2.7" / "site-packages");
+  try {
+    frontend::user_python_path({}, venv.c_str());
+    ADD_FAILURE() << "a python2.7 environment was accepted";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("python2.7"), std::string::npos) << e.what();
+  }
+  std::string version = "python" + std::to_string(PY_MAJOR_VERSION) + "." +
+                        std::to_string(PY_MINOR_VERSION);
+  fs::create_directories(venv / "lib" / version / "site-packages");
+  std::string given = testing::TempDir();
+  auto folders = frontend::user_python_path({given + ":" + given}, venv.c_str());
+  ASSERT_EQ(folders.size(), 3u);
+  EXPECT_EQ(folders[2], (venv / "lib" / version / "site-packages").string());
+  EXPECT_THROW(frontend::user_python_path({"/no/such/folder"}, nullptr),
+               std::invalid_argument);
+  EXPECT_TRUE(frontend::user_python_path({}, "").empty());
 }

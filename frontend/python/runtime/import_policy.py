@@ -15,7 +15,6 @@
   that depends on it is "could not prove", naming that origin; one that
   decides control flow stops tracing there. Nothing opaque is ever trusted.
 """
-import ast
 import builtins
 import functools
 import importlib
@@ -181,29 +180,8 @@ def _importer():
 _PROBE_HANDLERS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
-def _catches_import_error(handler):
-    if handler.type is None:
-        return True
-    types_ = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, (ast.Name, ast.Attribute)) and
-               (t.id if isinstance(t, ast.Name) else t.attr) in _PROBE_HANDLERS
-               for t in types_)
-
-
-@functools.lru_cache(maxsize=None)
-def _guarded_lines(filename):
-    """Line ranges of `try` bodies whose handlers catch ImportError."""
-    try:
-        with open(filename, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), filename)
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    return tuple((n.body[0].lineno, n.body[-1].end_lineno) for n in ast.walk(tree)
-                 if isinstance(n, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(map(_catches_import_error, n.handlers)))
-
-
 def _is_probe(filename, line):
-    return any(a <= line <= b for a, b in _guarded_lines(filename))
+    return _tracing.handled_at(filename, line, _PROBE_HANDLERS)
 
 
 def _is_library(filename):
@@ -227,6 +205,11 @@ class OpaqueFinder(importlib.abc.MetaPathFinder):
                     f"No module named '{name}' (optional accelerator: shardproof "
                     "takes the pure-PyTorch path)", name=name)
             return None  # the ordinary ImportError the probe expects
+        if filename in _tracing.state.harness:
+            # A recipe asks the tree for a module the tree lacks (an older
+            # or newer version): the component is absent, nothing is opaque.
+            import shardproof_recipes
+            raise shardproof_recipes.ComponentAbsent(f"this tree has no module {name}")
         # An unguarded import has no fallback: the module (an accelerator's
         # kernels included) is opaque, and only what uses it is blocked.
         return importlib.machinery.ModuleSpec(name, _Loader())

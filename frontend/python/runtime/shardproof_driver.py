@@ -204,17 +204,26 @@ def _user_frame(tb, path):
     """The innermost traceback frame in the analysed tree, else the innermost
     one that is not ours (a framework a recipe builds: the line that stopped
     it), else the harness."""
-    root = os.path.dirname(path)
     best = outside = None
     for frame, line in traceback.walk_tb(tb):
         filename = frame.f_code.co_filename
         if _tracing._is_runtime(filename):
             continue
-        if filename.startswith(root):
+        if _tracing.in_tree(filename):
             best = (filename, line)
         else:
             outside = (filename, line)
     return best or outside or (path, 0)
+
+
+def _rejects_configuration(error, file):
+    """A framework tree that a recipe builds checks its configuration in its
+    constructors ("MLA is not supported with Tensor Parallelism yet", "heads
+    must be a multiple of tp"): such a refusal, while the component is being
+    built, says that this tree has no such configuration, in its own words."""
+    return (bool(_tracing.state.harness)
+            and _tracing.state.root is not None and file.startswith(_tracing.state.root)
+            and isinstance(error, (AssertionError, ValueError)))
 
 
 class _Phase:
@@ -290,6 +299,28 @@ def _environment(variables):
                 os.environ[name] = value
 
 
+@contextlib.contextmanager
+def _user_packages(folders):
+    """sys.path with the user's import folders (their environment's
+    packages: pydantic 2 for DeepSpeed, einops, their own modules) for one
+    run: after shardproof's stand-ins, which must answer `import torch`, and
+    before the system's packages, which the user's environment overrides as
+    a virtual environment does."""
+    folders = [f for f in folders if f not in sys.path]
+    if not folders:
+        yield
+        return
+    at = next((k for k, p in enumerate(sys.path) if p.endswith(("-packages", "-packages/"))),
+              len(sys.path))
+    sys.path[at:at] = folders
+    try:
+        yield
+    finally:
+        for folder in folders:
+            if folder in sys.path:
+                sys.path.remove(folder)
+
+
 def scan_matrix(path, environment=None):
     """The recipe file's SCAN table, [(entry, layout)], or an error message
     naming the file and line."""
@@ -324,8 +355,8 @@ def _swallowed_gap():
     return None
 
 
-def run_rank(path, func, world, rank, environment=None):
-    with _environment(environment or {}):
+def run_rank(path, func, world, rank, environment=None, python_path=()):
+    with _environment(environment or {}), _user_packages(python_path):
         return _run_rank(path, func, world, rank)
 
 
@@ -365,6 +396,9 @@ def _run_rank(path, func, world, rank):
         if os.environ.get("SHARDPROOF_TRACEBACK"):  # for shardproof's developers
             traceback.print_exception(e, file=sys.__stderr__)
         file, line = _user_frame(e.__traceback__, path)
+        if _Phase.current == f"{func}()" and _rejects_configuration(e, file):
+            return ("absent", file, line, f"this tree does not build {func}() with this "
+                    f"parallel configuration: {type(e).__name__}: {e}")
         what = f"{_Phase.current} raised {type(e).__name__}"
         return ("bad-input", file, line, f"{what}: {e}" if str(e) else what)
     finally:

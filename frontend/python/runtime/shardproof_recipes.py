@@ -85,4 +85,9 @@ def framework_root(variable, marker, name="framework"):
         raise RecipeError(f"{root} is not a {name} checkout: it has no {marker}")
     if root not in sys.path:
         sys.path.insert(0, root)
+    # From here on the framework tree is the analysed code: locations point
+    # into it, and the recipe calling this is harness (an import it makes of
+    # a module the tree lacks means the component is absent).
+    from torch import _tracing
+    _tracing.analyse_tree(root, harness=sys._getframe(1).f_code.co_filename)
     return root

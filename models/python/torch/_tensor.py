@@ -403,7 +403,33 @@ class _VersionCounter:
         self.value = 0
 
 
-class Tensor:
+class _TensorType(type):
+    """`torch.Tensor(...)` called by user code is PyTorch's legacy
+    constructor, which shares the name with the stand-in's own
+    Tensor(array, dtype, ...)."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls is Tensor and not (args and isinstance(args[0], np.ndarray)):
+            return _legacy_tensor(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+def _legacy_tensor(*args, device=None):
+    """torch.Tensor(*sizes) / torch.Tensor(size) is uninitialised float32
+    memory of that shape; torch.Tensor(data) copies `data` as float32."""
+    import torch
+    if not args:
+        return torch.empty(0)
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, torch.Size)) else args
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+        return torch.empty(*sizes)
+    if len(args) == 1 and not isinstance(args[0], Tensor):
+        return torch.tensor(args[0], dtype=_dtypes.float32)
+    _tracing.unmodelled(f"torch.Tensor({', '.join(type(a).__name__ for a in args)}) "
+                        "as a constructor")
+
+
+class Tensor(metaclass=_TensorType):
     __array_priority__ = 1000  # numpy defers to our operators
     _base = None  # a view's base tensor (see _view)
 

@@ -1,5 +1,7 @@
 """Tracing state of the stand-in torch: where ops come from, and the counters
 that make one rank's run line up with the reference run."""
+import ast
+import functools
 import itertools
 import os
 import sys
@@ -16,6 +18,7 @@ _STDLIB = os.path.dirname(os.__file__)
 class State:
     def __init__(self):
         self.root = None       # the analysed tree: locations point inside it
+        self.harness = set()   # files that build the analysed code (recipes)
         self.leaf_counter = 0  # symbolic tensors created, in order
         self.param_counter = 0
         self.building = False  # inside the entry: the model is being built
@@ -28,7 +31,8 @@ state = State()
 
 
 def reset(root):
-    state.root = root
+    state.root = _as_folder(root)
+    state.harness = set()
     state.leaf_counter = 0
     state.param_counter = 0
     state.building = False
@@ -36,6 +40,22 @@ def reset(root):
     state.gaps = []
     state.rng = None  # torch/random.py: every run starts from unseeded generators
     state.per_run = {}
+
+
+def _as_folder(path):
+    return path if path is None or path.endswith(os.sep) else path + os.sep
+
+
+def analyse_tree(root, harness):
+    """The framework tree at `root` is the analysed code from now on, built by
+    the recipe file `harness` (never a location of its own where a tree frame
+    is on the stack)."""
+    state.root = _as_folder(os.path.abspath(root))
+    state.harness.add(harness)
+
+
+def in_tree(filename):
+    return state.root is None or filename.startswith(state.root)
 
 
 def _is_runtime(filename):
@@ -62,7 +82,7 @@ def location():
         filename = frame.f_code.co_filename
         if not _is_runtime(filename):
             here = (filename, frame.f_lineno, frame.f_code.co_name, _column(frame))
-            if state.root is None or filename.startswith(state.root):
+            if in_tree(filename):
                 return here
             if fallback is None:
                 fallback = here
@@ -161,3 +181,30 @@ def no_effect(**reasons):
 
 
 SymbolicControlFlow = _sp.SymbolicControlFlow
+
+
+def _catches(handler, names):
+    if handler.type is None:
+        return True
+    types_ = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, (ast.Name, ast.Attribute)) and
+               (t.id if isinstance(t, ast.Name) else t.attr) in names for t in types_)
+
+
+@functools.lru_cache(maxsize=None)
+def _guarded_lines(filename, names):
+    """Line ranges of `try` bodies with a handler that catches one of `names`."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple((n.body[0].lineno, n.body[-1].end_lineno) for n in ast.walk(tree)
+                 if isinstance(n, (ast.Try, getattr(ast, "TryStar", ast.Try)))
+                 and any(_catches(h, names) for h in n.handlers))
+
+
+def handled_at(filename, line, names):
+    """Whether `line` of `filename` lies in a `try` whose handlers catch an
+    exception named in `names` (the code has a path for when it is raised)."""
+    return any(a <= line <= b for a, b in _guarded_lines(filename, frozenset(names)))

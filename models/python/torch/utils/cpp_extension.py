@@ -2,9 +2,13 @@
 finds it (CUDA_HOME or CUDA_PATH, else the folder above nvcc on PATH, else
 /usr/local/cuda if it exists, else None), because frameworks probe it at
 import time to decide which of their fused kernels can be built. Building an
-extension is not modelled."""
+extension fails here, as on a machine that cannot compile it, where the
+caller has a path for that failure (a `try` catching RuntimeError, OSError
+or Exception: the framework then takes its fallback); anywhere else it is
+not modelled."""
 import os
 import shutil
+import sys
 
 from .. import _tracing
 
@@ -26,8 +30,15 @@ SYCL_HOME = None
 IS_HIP_EXTENSION = False
 
 
-def _unsupported(*args, **kwargs):
+_FAILURE_HANDLERS = {"RuntimeError", "OSError", "Exception", "BaseException"}
+
+
+def _build(*args, name=None, **kwargs):
+    caller = sys._getframe(1)
+    if _tracing.handled_at(caller.f_code.co_filename, caller.f_lineno, _FAILURE_HANDLERS):
+        raise RuntimeError(f"Error building extension '{name or (args or ['?'])[0]}': "
+                           "no compiler on the simulated machine")
     raise _tracing.Unsupported("building a C++/CUDA extension is not modelled")
 
 
-load = load_inline = CppExtension = CUDAExtension = BuildExtension = _unsupported
+load = load_inline = CppExtension = CUDAExtension = BuildExtension = _build
