@@ -209,7 +209,8 @@ int main(int argc, char **argv) {
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   options.world = world;
   try {
-    options.python_path = frontend::user_python_path(python_path, std::getenv("VIRTUAL_ENV"));
+    options.python_path =
+        frontend::user_python_path(python_path, std::getenv("VIRTUAL_ENV"));
   } catch (const std::invalid_argument &e) {
     std::cerr << "shardproof: " << e.what() << "\n";
     return 2;

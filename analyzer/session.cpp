@@ -1,5 +1,6 @@
 #include "analyzer/session.h"
 
+#include "analyzer/layout_inference.h"
 #include "frontend/python/python_frontend.h"
 #include "models/ir/linker.h"
 #include "models/terms/term_store.h"
@@ -130,10 +131,11 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   result.target = target;
   result.world = target.world.value_or(options.world);
   terms::TermStore store;
-  frontend::TracedProgram traced = frontend_for(target)->trace(
-      store, target, {.world = result.world,
-                    .time_limit = options.trace_time_limit,
-                    .python_path = options.python_path});
+  frontend::TracedProgram traced =
+      frontend_for(target)->trace(store, target,
+                                  {.world = result.world,
+                                   .time_limit = options.trace_time_limit,
+                                   .python_path = options.python_path});
   result.failure = std::move(traced.failure);
 
   if (result.failure) {
@@ -145,14 +147,24 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     }
   } else {
     result.trace = summarize(store, traced.ranks[0]);
-    ir::LinkedProgram program(store, traced.reference, traced.ranks);
-    prover::WorkerProver prover(options.prover);
-    checkers::CheckContext context{store, program, prover,
-                                   {},    {},      checkers::Lemmas(store)};
-    checkers::run_checks(context, options.checks);
-    result.findings = std::move(context.findings);
+    RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
+      ir::LinkedProgram program(store, traced.reference, ranks);
+      prover::WorkerProver prover(options.prover);
+      checkers::CheckContext context{store, program, prover,
+                                     {},    {},      checkers::Lemmas(store)};
+      checkers::run_checks(context, options.checks);
+      return CheckRun{std::move(context.findings), std::move(context.obligations)};
+    };
+    CheckRun checked = run(traced.ranks);
+    if (checked.refutes())
+      if (auto inferred = infer_parameter_layouts(traced.ranks, checked, run)) {
+        checked = std::move(inferred->run);
+        for (const InferredLayout &layout : inferred->layouts)
+          checked.findings.push_back(inferred_layout_finding(layout));
+      }
+    result.findings = std::move(checked.findings);
     apply_suppressions(result.findings, result.suppressed, options.rules, traced.sources);
-    result.obligations = std::move(context.obligations);
+    result.obligations = std::move(checked.obligations);
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

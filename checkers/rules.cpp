@@ -97,6 +97,22 @@ constexpr Rule kRules[] = {
      "saying whether the single-device reference shifts where the distributed "
      "code does not. Typical cause: a hand-written vocabulary-parallel softmax "
      "or cross entropy that skips the all-reduced maximum."},
+    {RuleCode::InferredLayout, "SP011", "inferred-layout", Severity::Warning,
+     "A sharded parameter matches the reference only under another layout than "
+     "the one it declares.",
+     "A rank's shard of a parameter is tied to the reference parameter by its "
+     "`partition_dim` and `partition_stride` (Megatron's attributes): stride 1 "
+     "means each rank holds one contiguous block, stride s that it holds s "
+     "pieces, piece c of rank r being piece c * world + r of the whole. When the "
+     "declared layout makes the distributed module differ from the reference "
+     "but another stride of the same module's parameters makes every obligation "
+     "hold, the training itself is right and the declaration is what is wrong: "
+     "the obligations are proved under the layout that reconciles, and this "
+     "warning names it at the parameter. Anything that maps between the "
+     "single-device and the sharded parameters (checkpoint converters, "
+     "initialisation from a single-device model) must use that layout. Typical "
+     "cause: a SwiGLU fc1 whose gate and up halves are sharded separately, "
+     "without `partition_stride=2` on the weight."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -104,7 +120,7 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::ExpOverflow) + 1;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::InferredLayout) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace

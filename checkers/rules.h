@@ -26,6 +26,7 @@ enum class RuleCode {
   CommDtype,          // SP008
   RngDivergence,      // SP009
   ExpOverflow,        // SP010
+  InferredLayout,     // SP011
 };
 
 struct Rule {

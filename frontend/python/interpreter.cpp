@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <condition_variable>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -205,9 +205,9 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   PyObject *result;
   {
     Watchdog watchdog(run.time_limit);
-    result = PyObject_CallFunction(run_rank, "ssiiOO", run.path.c_str(),
-                                   run.function.c_str(), run.world, run.rank,
-                                   environment, python_path);
+    result =
+        PyObject_CallFunction(run_rank, "ssiiOO", run.path.c_str(), run.function.c_str(),
+                              run.world, run.rank, environment, python_path);
   }
   Py_DECREF(python_path);
   Py_DECREF(environment);
@@ -238,7 +238,8 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
 
 std::string virtual_environment_packages(const std::string &venv) {
   namespace fs = std::filesystem;
-  std::string version = std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+  std::string version =
+      std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
   fs::path packages = fs::path(venv) / "lib" / ("python" + version) / "site-packages";
   if (fs::is_directory(packages))
     return packages.string();
@@ -249,11 +250,13 @@ std::string virtual_environment_packages(const std::string &venv) {
       found += (found.empty() ? "" : ", ") + entry.path().filename().string();
   throw std::invalid_argument(
       found.empty()
-          ? fmt::format("{} is not a virtual environment (it has no lib/python*/site-packages)",
-                        venv)
-          : fmt::format("the virtual environment {} is for {}; shardproof's interpreter is "
-                        "Python {}: make one with python{} -m venv, or pass --python-path",
-                        venv, found, version, version));
+          ? fmt::format(
+                "{} is not a virtual environment (it has no lib/python*/site-packages)",
+                venv)
+          : fmt::format(
+                "the virtual environment {} is for {}; shardproof's interpreter is "
+                "Python {}: make one with python{} -m venv, or pass --python-path",
+                venv, found, version, version));
 }
 
 std::vector<RecipeConfig>

@@ -33,9 +33,8 @@ public:
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
                   const ir::KnownCollectives &known) {
-    RankRun run{target_.path,        target_.function, world,
-                rank,                options_.time_limit, environment_,
-                options_.python_path, known};
+    RankRun run{target_.path, target_.function,     world, rank, options_.time_limit,
+                environment_, options_.python_path, known};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);

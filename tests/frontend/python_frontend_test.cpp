@@ -81,7 +81,8 @@ TEST(PythonFrontend, TheUsersPythonPathIsSearchedForItsRunsOnly) {
   terms::TermStore store;
   frontend::PythonFrontend python;
   const std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/frontend/";
-  frontend::Target target = frontend::parse_target(dir + "imports_user_package.py::entry");
+  frontend::Target target =
+      frontend::parse_target(dir + "imports_user_package.py::entry");
   frontend::TracedProgram with =
       python.trace(store, target, {.world = 2, .python_path = {dir + "user_packages"}});
   ASSERT_FALSE(with.failure) << with.failure->message;
