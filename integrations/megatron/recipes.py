@@ -71,8 +71,13 @@ def _tp_layer(tp, name, *args, layout, **kwargs):
     sequence_parallel = layout.sp and layout.tp > 1
     if _accepts(layer_class, "config"):
         from megatron.core.model_parallel_config import ModelParallelConfig
-        kwargs["config"] = ModelParallelConfig(tensor_model_parallel_size=layout.tp,
-                                               sequence_parallel=sequence_parallel)
+        config = ModelParallelConfig(tensor_model_parallel_size=layout.tp,
+                                     sequence_parallel=sequence_parallel)
+        if hasattr(config, "async_tensor_model_parallel_allreduce"):
+            # Megatron's training sets it on unless sequence parallelism is
+            # (arguments.py); newer trees always overlap so.
+            config.async_tensor_model_parallel_allreduce = not sequence_parallel
+        kwargs["config"] = config
     elif _accepts(layer_class, "sequence_parallel_enabled"):
         kwargs["sequence_parallel_enabled"] = sequence_parallel
         if _accepts(layer_class, "async_tensor_model_parallel_allreduce"):
@@ -126,17 +131,29 @@ def _sequence_slice(x, layout):
     return _tp_slice(x, layout, 0) if layout.sp else x
 
 
-def column_parallel_linear(sequence_parallel=False):
+def column_parallel_linear(sequence_parallel=False, frozen=False):
     tp, layout = _megatron(sequence_parallel)
     layer = _tp_layer(
         tp, "ColumnParallelLinear", 4, 8, layout=layout,
         init_method=torch.nn.init.normal_, bias=True, gather_output=False)
+    if frozen:  # a frozen backbone (LoRA): only the input and the bias get gradients
+        layer.weight.requires_grad_(False)
     x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
     return _step(layer, (_sequence_slice(x, layout),), layout)
 
 
 def column_parallel_linear_sp():
     return column_parallel_linear(sequence_parallel=True)
+
+
+def column_parallel_linear_frozen():
+    """ColumnParallelLinear whose weight does not require grad: the tree's
+    frozen-weight linear function then computes the input gradient."""
+    return column_parallel_linear(frozen=True)
+
+
+def column_parallel_linear_frozen_sp():
+    return column_parallel_linear(sequence_parallel=True, frozen=True)
 
 
 def row_parallel_linear(sequence_parallel=False):
@@ -185,7 +202,7 @@ def mlp_swiglu():
     return mlp(gated=True)
 
 
-def vocab_parallel_cross_entropy(sequence_parallel=False):
+def vocab_parallel_cross_entropy(sequence_parallel=False, label_smoothing=0.0):
     """The GPT loss head: a ColumnParallelLinear output layer gives this
     rank's vocabulary shard of the logits, and the tree's
     tensor_parallel.vocab_parallel_cross_entropy turns them into per-token
@@ -193,6 +210,12 @@ def vocab_parallel_cross_entropy(sequence_parallel=False):
     its own backward). Targets hit both vocabulary shards."""
     tp, layout = _megatron(sequence_parallel)
     cross_entropy = _component(tp, "vocab_parallel_cross_entropy")
+    smoothing = {}
+    if label_smoothing:
+        if not _accepts(cross_entropy, "label_smoothing"):
+            raise ComponentAbsent("this Megatron tree's vocab_parallel_cross_entropy has no "
+                                  "label_smoothing")
+        smoothing["label_smoothing"] = label_smoothing
     output_layer = _tp_layer(tp, "ColumnParallelLinear", 4, 8, layout=layout,
                              init_method=torch.nn.init.normal_, bias=False,
                              gather_output=False)
@@ -204,7 +227,7 @@ def vocab_parallel_cross_entropy(sequence_parallel=False):
 
         def forward(self, hidden, target):
             logits, _ = self.output_layer(hidden)
-            return cross_entropy(logits, target)
+            return cross_entropy(logits, target, **smoothing)
 
     hidden = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
     target = torch.tensor([[0, 7], [5, 2], [3, 4], [6, 1]])  # [sequence, batch]
@@ -213,6 +236,79 @@ def vocab_parallel_cross_entropy(sequence_parallel=False):
 
 def vocab_parallel_cross_entropy_sp():
     return vocab_parallel_cross_entropy(sequence_parallel=True)
+
+
+def vocab_parallel_cross_entropy_label_smoothing():
+    """The loss head with label smoothing 0.1: the smoothing term averages
+    the log-probabilities over the whole vocabulary, every rank's shard."""
+    return vocab_parallel_cross_entropy(label_smoothing=0.1)
+
+
+# ---- The tensor-parallel mappings themselves (mappings.py) ----
+
+
+def _noncontiguous(t):
+    """`t`'s values in a tensor that is not contiguous (every other element of
+    a wider one), as a transposed or sliced activation reaches a mapping."""
+    return torch.stack([t, t], dim=-1)[..., 0]
+
+
+class TensorParallelMappings(torch.nn.Module):
+    """Every mapping of the tree's tensor_parallel/mappings.py that moves
+    activations between the replicated, hidden-sharded and sequence-sharded
+    layouts, in one forward, with a column shard W1 [8/tp, 4] and a row shard
+    W2 [4, 8/tp] between them so each mapping's forward and backward carries
+    values that depend on the parameters. `contiguous=False` hands every
+    mapping a non-contiguous tensor of the same values."""
+
+    def __init__(self, tp, layout, contiguous):
+        super().__init__()
+        self.tp, self.sequence_parallel = tp, layout.sp and layout.tp > 1
+        self.prepare = (lambda t: t) if contiguous else _noncontiguous
+        self.w1 = torch.nn.Parameter(torch.empty(8 // layout.tp, 4))
+        self.w2 = torch.nn.Parameter(torch.empty(4, 8 // layout.tp))
+        for weight, dim in ((self.w1, 0), (self.w2, 1)):
+            torch.nn.init.normal_(weight)
+            tp.set_tensor_model_parallel_attributes(weight, True, dim, 1)
+
+    def forward(self, x):  # [s, b, 4]: this rank's sequence slice under sp
+        tp, prepare = self.tp, self.prepare
+        F = torch.nn.functional
+        if self.sequence_parallel:
+            whole = tp.gather_from_sequence_parallel_region(prepare(x))
+        else:
+            whole = tp.copy_to_tensor_model_parallel_region(prepare(x))
+        column = F.linear(whole, self.w1)  # [s, b, 8/tp]
+        gathered = tp.gather_from_tensor_model_parallel_region(prepare(column))
+        hidden = tp.scatter_to_tensor_model_parallel_region(prepare(gathered * gathered))
+        partial = F.linear(hidden, self.w2)  # [s, b, 4], a partial sum
+        if self.sequence_parallel:
+            out = tp.reduce_scatter_to_sequence_parallel_region(prepare(partial))
+            # Gathered for replicated use (its gradient is whole on every
+            # rank, not a partial sum), then scattered back.
+            whole_out = tp.gather_from_sequence_parallel_region(
+                prepare(out), tensor_parallel_output_grad=False)
+            return out + tp.scatter_to_sequence_parallel_region(prepare(whole_out * whole_out))
+        out = tp.reduce_from_tensor_model_parallel_region(prepare(partial))
+        return out + out * out  # the same function of the parameters as above
+
+
+def tp_mappings(sequence_parallel=False, contiguous=True):
+    tp, layout = _megatron(sequence_parallel)
+    model = TensorParallelMappings(tp, layout, contiguous)
+    return _step(model, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
+
+
+def tp_mappings_sp():
+    return tp_mappings(sequence_parallel=True)
+
+
+def tp_mappings_noncontiguous():
+    return tp_mappings(contiguous=False)
+
+
+def tp_mappings_noncontiguous_sp():
+    return tp_mappings(sequence_parallel=True, contiguous=False)
 
 
 # ---- Data parallelism: Megatron's DistributedDataParallel and finalize_model_grads ----
@@ -262,7 +358,16 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     ddp_config = ddp_config_class(overlap_grad_reduce=False,
                                   use_distributed_optimizer=False, **averaging)
     finalize_model_grads = _component(distributed, "finalize_model_grads")
-    model = ddp_class(config, ddp_config, step["model"])
+    from megatron.core import parallel_state
+    groups = {}  # 2024 trees take the groups as arguments
+    if _accepts(ddp_class, "data_parallel_group"):
+        groups["data_parallel_group"] = parallel_state.get_data_parallel_group(
+            **({"with_context_parallel": True} if _accepts(
+                parallel_state.get_data_parallel_group, "with_context_parallel") else {}))
+    if _accepts(ddp_class, "expert_data_parallel_group"):
+        groups["expert_data_parallel_group"] = \
+            parallel_state.get_data_modulo_expert_parallel_group()
+    model = ddp_class(config, ddp_config, step["model"], **groups)
     model.zero_grad_buffer()  # what the training loop does before each step
     inputs = _activations(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
 
@@ -276,7 +381,6 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
             if getattr(p, "main_grad", None) is not None:
                 p.grad = p.main_grad  # FP32Optimizer.prepare_grads
 
-    from megatron.core import parallel_state
     return dict(step, model=model, inputs=inputs, loss=loss,
                 finalize_grads=finalize_grads,
                 data_parallel_group=parallel_state.get_data_parallel_group())
@@ -338,15 +442,21 @@ def _transformer_engine_wrappers():
     name = "megatron.core.transformer.custom_layers.transformer_engine"
     root = framework_root("MEGATRON_ROOT", os.path.join("megatron", "core"))
     path = os.path.join(root, *name.split(".")) + ".py"
-    if not os.path.exists(path) or name in sys.modules:
+    if not os.path.exists(path) or getattr(sys.modules.get(name), "_shardproof_stand_in", 0):
         return
+    imported = None
     try:
-        importlib.import_module(name)
-        return
+        imported = importlib.import_module(name)
+        if not _is_opaque(sys.modules.get("transformer_engine")):
+            return
     except Exception:  # no TE here: ImportError, or its version unreadable
-        sys.modules.pop(name, None)
+        pass
+    # No TE: an unguarded `import transformer_engine` only made it opaque
+    # (2023 trees then fail at TE's version() once a TE class is built).
+    sys.modules.pop(name, None)
     wrappers = types.ModuleType(name)
     wrappers.__file__ = path
+    wrappers._shardproof_stand_in = True
     wrappers.SplitAlongDim = None
     wrappers.get_cpu_offload_context = None
 
@@ -379,6 +489,28 @@ def _transformer_engine_wrappers():
         shardproof_accelerators.install_apex_layer_norm()
     wrappers.__getattr__ = needs_te
     sys.modules[name] = wrappers
+    if imported is not None:
+        _rebind(imported, wrappers)
+
+
+def _rebind(old, new):
+    """Modules of the tree that imported names from `old` (TransformerBlock's
+    `from ...transformer_engine import TENorm`) get `new`'s instead."""
+    import sys
+    names = [n for n, v in vars(old).items()  # defined there, not imported by it
+             if not n.startswith("__") and getattr(v, "__module__", None) == old.__name__]
+    for module in list(sys.modules.values()):
+        if module is old or not getattr(module, "__name__", "").startswith("megatron."):
+            continue
+        for attr, value in list(vars(module).items()):
+            if attr in names and value is vars(old)[attr]:
+                setattr(module, attr, getattr(new, attr))
+
+
+def _is_opaque(module):
+    """Whether `module` is one the import policy made opaque (not installed)."""
+    import import_policy
+    return isinstance(module, import_policy._OpaqueModule)
 
 
 def _apex_layer_norm_model(sequence_parallel):
@@ -682,6 +814,11 @@ def switch_mlp():
 SCAN = [
     ("column_parallel_linear", "tp=2,sp=0"),
     ("column_parallel_linear", "tp=2,sp=1"),
+    ("column_parallel_linear_frozen", "tp=2,sp=0"),
+    ("tp_mappings", "tp=2,sp=0"),
+    ("tp_mappings", "tp=4,sp=1"),
+    ("tp_mappings_noncontiguous", "tp=2,sp=0"),
+    ("tp_mappings_noncontiguous", "tp=4,sp=1"),
     ("row_parallel_linear", "tp=2,sp=0"),
     ("row_parallel_linear", "tp=2,sp=1"),
     ("row_parallel_linear", "tp=2,dp=2,sp=1"),
@@ -694,6 +831,7 @@ SCAN = [
     ("mlp_ddp_avg", "tp=1,dp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=1"),
+    ("vocab_parallel_cross_entropy_label_smoothing", "tp=2,sp=0"),
     ("self_attention", "tp=2,sp=0"),
     ("self_attention", "tp=2,sp=1"),
     ("transformer_layer", "tp=2,sp=0"),

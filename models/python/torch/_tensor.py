@@ -61,12 +61,18 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
         # concrete, as in PyTorch: they can index and size things.
         array = array.astype(dtype.numpy)
     loc = loc or _tracing.location()
+    if loc[0] in _tracing.state.harness:
+        # A recipe's own arithmetic on the tree's values (its loss, its
+        # wrapper around a component): the value is the tree's, so is its place.
+        loc = next((i._loc for i in inputs if isinstance(i, Tensor) and i._loc), loc)
     file, line, func, col = loc
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
     node = _sp.record_node(op=op, category=category, file=file, line=line, column=col,
                            function=func, shape=array.shape, dtype=dtype.name,
                            elements=array.ravel().tolist(), parents=parents)
     out = _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
+    if file not in _tracing.state.harness and file != "<unknown>":
+        out._loc = loc
     if saved and out.grad_fn is not None:
         out.grad_fn.save(tuple(out if t is SAVED_RESULT else t for t in saved))
     return out
@@ -432,6 +438,7 @@ def _legacy_tensor(*args, device=None):
 class Tensor(metaclass=_TensorType):
     __array_priority__ = 1000  # numpy defers to our operators
     _base = None  # a view's base tensor (see _view)
+    _loc = None  # where the analysed tree made this value (see record)
 
     _overrides_torch = None  # a subclass's __torch_function__ or __torch_dispatch__
 
