@@ -219,6 +219,137 @@ def ulysses_attention_layer(batch=2, batch_first=True):
             "loss": _loss, "finalize_grads": finalize_grads, "tensor_parallel_group": group}
 
 
+class SequenceParallelMPU:
+    """The model-parallel unit DeepSpeed's engine asks for its groups (what
+    Megatron-DeepSpeed passes as `mpu`): the layout's tp axis is Ulysses
+    sequence parallelism, its dp axis data parallelism, and the
+    sequence-data-parallel group (the ranks the engine reduces the
+    gradients of replicated weights over) both; no tensor parallelism.
+    Every rank creates every group, in the same order."""
+
+    def __init__(self, dist, layout):
+        world, rank = torch.distributed.get_world_size(), torch.distributed.get_rank()
+        self.sp, self.dp, self.rank = layout.tp, world // layout.tp, rank
+        self.sp_group = self.dp_group = None
+        for first in range(0, world, self.sp):
+            ranks = list(range(first, first + self.sp))
+            group = dist.new_group(ranks)
+            if rank in ranks:
+                self.sp_group = group
+        for first in range(self.sp):
+            ranks = list(range(first, world, self.sp))
+            group = dist.new_group(ranks)
+            if rank in ranks:
+                self.dp_group = group
+        self.sp_dp_group = dist.new_group(list(range(world)))
+        self.world = world
+
+    def get_sequence_parallel_group(self):
+        return self.sp_group
+
+    def get_sequence_parallel_world_size(self):
+        return self.sp
+
+    def get_sequence_parallel_rank(self):
+        return self.rank % self.sp
+
+    def get_sequence_data_parallel_group(self):
+        return self.sp_dp_group
+
+    def get_sequence_data_parallel_world_size(self):
+        return self.world
+
+    def get_sequence_data_parallel_rank(self):
+        return self.rank
+
+    def get_data_parallel_group(self):
+        return self.dp_group
+
+    def get_data_parallel_world_size(self):
+        return self.dp
+
+    def get_data_parallel_rank(self):
+        return self.rank // self.sp
+
+    def get_model_parallel_world_size(self):
+        return 1
+
+    def get_model_parallel_rank(self):
+        return 0
+
+    get_tensor_model_parallel_world_size = get_model_parallel_world_size
+    get_tensor_model_parallel_rank = get_model_parallel_rank
+
+
+def _engine_prerequisites():
+    """What deepspeed.initialize needs around it: LOCAL_RANK, which a
+    launcher sets (one device per simulated rank), and two spellings of
+    PyTorch the stand-in torch lacks and real PyTorch has:
+    `torch.distributed.distributed_c10d` (the module torch.distributed
+    re-exports; deepspeed.comm looks up get_global_rank and
+    _coalescing_manager there) and `Tensor.is_sparse` (False for every
+    dense tensor; the engine asks it of every gradient)."""
+    os.environ.setdefault("LOCAL_RANK", "0")
+    if not hasattr(torch.distributed, "distributed_c10d"):
+        torch.distributed.distributed_c10d = torch.distributed
+        sys.modules.setdefault("torch.distributed.distributed_c10d", torch.distributed)
+    if "is_sparse" not in vars(torch.Tensor):
+        torch.Tensor.is_sparse = property(lambda self: False)
+
+
+def _layout_asked():
+    """The layout of the run (also in the reference, which parallel() gives
+    as one device): what the global batch is sized by."""
+    from shardproof_recipes import parse
+    text = os.environ.get("SHARDPROOF_PARALLEL")
+    return parse(text) if text else parallel()
+
+
+def ulysses_engine(stage=0):
+    """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
+    an SGD optimizer, ZeRO `stage`, fp32, and a SequenceParallelMPU): each
+    rank takes its data-parallel slice of the batch and its
+    sequence-parallel slice of that; the loss is the sum over the sequence
+    of the mean over the batch. `finalize_grads` is the engine's own
+    gradient reduction (engine.allreduce_gradients(), what engine.backward
+    runs after the backward pass), so every weight's gradient must be the
+    reference's: summed over the sequence-parallel ranks and averaged over
+    the data-parallel ones. Batch-first q, k, v where the tree takes
+    batch_dim_idx (batch 2); older trees' all-to-all handles a
+    sequence-first batch of one only, so there each data-parallel rank gets
+    one sequence."""
+    deepspeed, dist = _deepspeed()
+    from deepspeed.sequence import layer
+    if not hasattr(layer, "DistributedAttention"):
+        raise ComponentAbsent("this DeepSpeed tree has no "
+                              "deepspeed.sequence.layer.DistributedAttention")
+    _engine_prerequisites()
+    mpu = SequenceParallelMPU(dist, parallel())
+    batch_first = _takes_batch_dim(layer.DistributedAttention(LocalAttention(), mpu.sp_group))
+    attention = layer.DistributedAttention(LocalAttention(batch_first), mpu.sp_group,
+                                           scatter_idx=2, gather_idx=1 if batch_first else 0)
+    model = UlyssesLayer(_Call(attention, batch_first))
+    batch = 2 if batch_first else _layout_asked().dp
+    batch_dim, seq_dim = (0, 1) if batch_first else (1, 0)
+    if batch % mpu.dp:
+        raise RecipeError(f"a batch of {batch} does not split over {mpu.dp} data-parallel ranks")
+    config = {"train_micro_batch_size_per_gpu": batch // mpu.dp,
+              "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": stage}}
+    engine, _, _, _ = deepspeed.initialize(model=model, mpu=mpu, config=config,
+                                           optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    x = torch.randn(*((batch, SEQ, HIDDEN) if batch_first else (SEQ, batch, HIDDEN)))
+    local = x.chunk(mpu.dp, batch_dim)[mpu.get_data_parallel_rank()]
+    local = local.chunk(mpu.sp, seq_dim)[mpu.get_sequence_parallel_rank()]
+
+    def loss(out):
+        return (out * out).sum() / out.shape[batch_dim]
+
+    return {"model": engine, "inputs": (local.detach().requires_grad_(),), "loss": loss,
+            "finalize_grads": engine.allreduce_gradients,
+            "tensor_parallel_group": mpu.sp_group, "data_parallel_group": mpu.dp_group}
+
+
 # ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
 # 2-way sequence parallelism; the layer also with 2-way data parallelism.
 SCAN = [
