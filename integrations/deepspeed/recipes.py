@@ -243,6 +243,10 @@ class SequenceParallelMPU:
                 self.dp_group = group
         self.sp_dp_group = dist.new_group(list(range(world)))
         self.world = world
+        for alone in range(world):  # model (tensor) parallel groups: one rank each
+            group = dist.new_group([alone])
+            if alone == rank:
+                self.mp_group = group
 
     def get_sequence_parallel_group(self):
         return self.sp_group
@@ -277,8 +281,12 @@ class SequenceParallelMPU:
     def get_model_parallel_rank(self):
         return 0
 
+    def get_model_parallel_group(self):
+        return self.mp_group
+
     get_tensor_model_parallel_world_size = get_model_parallel_world_size
     get_tensor_model_parallel_rank = get_model_parallel_rank
+    get_tensor_model_parallel_group = get_model_parallel_group
 
 
 def _engine_prerequisites():
@@ -303,6 +311,27 @@ def _layout_asked():
     from shardproof_recipes import parse
     text = os.environ.get("SHARDPROOF_PARALLEL")
     return parse(text) if text else parallel()
+
+
+def _gather_zero_gradients(optimizer, dist):
+    """ZeRO 1/2 keep this rank's partition of each parameter group's flat
+    gradient (`averaged_gradients[i]`, the pieces of the parameters in its
+    partition, what step() applies): gathered over the group's
+    data-parallel ranks and cut back into the parameters (the flat buffer
+    holds `bit16_groups[i]` in order, padded at the end), as `.grad`."""
+    for i, params in enumerate(optimizer.bit16_groups):
+        pieces = optimizer.averaged_gradients[i]
+        size = int(optimizer.partition_size[i])
+        flat = torch.cat([g.reshape(-1) for g in pieces]) if pieces else torch.zeros(0)
+        if flat.numel() < size:
+            flat = torch.cat([flat, torch.zeros(size - flat.numel(), dtype=flat.dtype)])
+        group = optimizer.real_dp_process_group[i]
+        parts = [torch.zeros(size, dtype=flat.dtype) for _ in range(dist.get_world_size(group=group))]
+        dist.all_gather(parts, flat, group=group)
+        whole, offset = torch.cat(parts), 0
+        for p in params:
+            p.grad = whole[offset:offset + p.numel()].view(p.shape)
+            offset += p.numel()
 
 
 def ulysses_engine(stage=0):
@@ -335,7 +364,8 @@ def ulysses_engine(stage=0):
         raise RecipeError(f"a batch of {batch} does not split over {mpu.dp} data-parallel ranks")
     config = {"train_micro_batch_size_per_gpu": batch // mpu.dp,
               "gradient_accumulation_steps": 1,
-              "zero_optimization": {"stage": stage}}
+              "zero_optimization": {"stage": stage},
+              "zero_allow_untested_optimizer": True}
     engine, _, _, _ = deepspeed.initialize(model=model, mpu=mpu, config=config,
                                            optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
     x = torch.randn(*((batch, SEQ, HIDDEN) if batch_first else (SEQ, batch, HIDDEN)))
@@ -345,9 +375,21 @@ def ulysses_engine(stage=0):
     def loss(out):
         return (out * out).sum() / out.shape[batch_dim]
 
+    def finalize_grads():
+        engine.allreduce_gradients()
+        if stage:
+            _gather_zero_gradients(engine.optimizer, dist)
+
     return {"model": engine, "inputs": (local.detach().requires_grad_(),), "loss": loss,
-            "finalize_grads": engine.allreduce_gradients,
+            "finalize_grads": finalize_grads,
             "tensor_parallel_group": mpu.sp_group, "data_parallel_group": mpu.dp_group}
+
+
+def ulysses_engine_zero1():
+    """ulysses_engine under ZeRO stage 1: the engine's reduction is the
+    optimizer's reduce_gradients, and the gradients checked are the
+    partitions it keeps for step(), gathered (_gather_zero_gradients)."""
+    return ulysses_engine(stage=1)
 
 
 # ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
