@@ -651,12 +651,12 @@ def _moe_layer(layout, dispatcher, **extra):
     config = _moe_config(layout, dispatcher, **extra)
     try:
         from megatron.core.models.gpt.moe_module_specs import get_moe_module_spec
-    except ImportError:
-        from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
-        from megatron.core.transformer.mlp import MLPSubmodules
-        from megatron.core.transformer.moe.moe_layer import MoELayer
-        return MoELayer(config, MLPSubmodules(linear_fc1=ColumnParallelLinear,
-                                              linear_fc2=RowParallelLinear)), config
+    except (ImportError, ComponentAbsent) as e:
+        return _moe_layer_of_sequential_experts(config), config
+    except Exception as e:  # the spec module reads TE's installed version
+        if "transformer" not in str(e).lower():
+            raise
+        return _moe_layer_of_sequential_experts(config), config
     from megatron.core.transformer.spec_utils import ModuleSpec, build_module
     spec = get_moe_module_spec(use_te=False, num_experts=config.num_moe_experts,
                                moe_grouped_gemm=False)
@@ -665,18 +665,75 @@ def _moe_layer(layout, dispatcher, **extra):
     return layer, config
 
 
-def moe_router():
+def _moe_layer_of_sequential_experts(config):
+    """MoELayer with SequentialMLP experts built from the tree's submodule
+    classes: MoESubmodules(experts=...) where the tree has it (2025), the
+    experts' MLPSubmodules before that (2024)."""
+    from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
+    from megatron.core.transformer.mlp import MLPSubmodules
+    from megatron.core.transformer.moe import moe_layer
+    mlp = MLPSubmodules(linear_fc1=ColumnParallelLinear, linear_fc2=RowParallelLinear)
+    if not hasattr(moe_layer, "MoESubmodules"):
+        return moe_layer.MoELayer(config, mlp)
+    from megatron.core.transformer.moe.experts import SequentialMLP
+    from megatron.core.transformer.spec_utils import ModuleSpec
+    experts = ModuleSpec(module=SequentialMLP, submodules=mlp)
+    return moe_layer.MoELayer(config, moe_layer.MoESubmodules(experts=experts))
+
+
+class RouterOutput(torch.nn.Module):
+    """The router's (probabilities, routing map) with the probabilities
+    [tokens, experts] viewed back as [sequence, batch, experts], so that the
+    batch dimension the data-parallel split and the batch-mean loss use is
+    dim 1 again."""
+
+    def __init__(self, router):
+        super().__init__()
+        self.router = router
+
+    def forward(self, x):
+        probs, _ = self.router(x)
+        return probs.reshape(x.shape[0], x.shape[1], -1)
+
+
+def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
     """Megatron's TopKRouter on this rank's tokens: the gating linear, the
-    score function and the top-k choice of experts."""
+    score function and the top-k choice of experts, replayed (_ROUTING),
+    with the auxiliary losses asked for: their gradients reach the gating
+    weight through the tree's own loss hooks."""
     _, layout = _megatron()
     from megatron.core.transformer.moe import router
-    config = _moe_config(layout)
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    losses = {"moe_aux_loss_coeff": aux_loss}
+    if z_loss is not None:
+        losses["moe_z_loss_coeff"] = z_loss
+    missing = [k for k in (*losses, *options) if not _accepts(TransformerConfig, k)]
+    if missing:
+        raise ComponentAbsent(f"this Megatron tree's TransformerConfig has no {missing[0]}")
     router_class = _component(router, "TopKRouter")
     extra = {}
     if _accepts(router_class, "pg_collection"):  # after 2024: explicit process groups
         from megatron.core.transformer.moe.moe_utils import get_default_pg_collection
         extra["pg_collection"] = get_default_pg_collection()
-    return _moe_step(layout, lambda: (router_class(config=config, **extra), config))
+
+    def build():
+        config = _moe_config(layout, dispatcher, **options)
+        for name, value in losses.items():  # the config checks them against the dispatcher
+            setattr(config, name, value)
+        module = RouterOutput(router_class(config=config, **extra))
+        _replay_routing(layout, config, torch.tensor(_ROUTING))
+        return module, config
+    return _moe_step(layout, build)
+
+
+def moe_router_z_loss():
+    """TopKRouter with the z-loss (allgather dispatcher: the router scores
+    this rank's sequence shard)."""
+    return moe_router("allgather", z_loss=0.01)
+
+
+def moe_router_aux_loss():
+    return moe_router("allgather", aux_loss=0.01)
 
 
 def moe_layer(dispatcher="alltoall"):
@@ -715,12 +772,39 @@ def _replay_routing(layout, config, routing):
     (RouterReplay, REPLAY_FORWARD): this rank replays its slice of the batch.
     The choice is then a given, not computed: what is proved holds for this
     routing, not for every routing the logits could produce."""
+    routing = _moe_tokens(routing, layout).reshape(-1, config.moe_router_topk)
+    if not getattr(config, "moe_enable_routing_replay", False):
+        return _replay_top_k(routing)
     from megatron.core.transformer.moe import router_replay
-    routing = _moe_tokens(routing, layout)
-    router_replay.RouterReplay.set_replay_data(
-        [routing.reshape(-1, config.moe_router_topk)])
+    router_replay.RouterReplay.set_replay_data([routing])
     router_replay.RouterReplay.set_global_router_replay_action(
         router_replay.RouterReplayAction.REPLAY_FORWARD)
+
+
+class _TorchReplayingTopK:
+    """`torch` as the tree's MoE modules see it, but whose topk over router
+    scores [tokens, experts] returns the replayed expert ids (and the scores
+    there): what RouterReplay does in trees that have it."""
+
+    def __init__(self, routing):
+        self._routing = routing
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def topk(self, scores, k, dim=-1, *args, **kwargs):
+        if scores.dim() == 2 and dim in (1, -1) and tuple(self._routing.shape) == (
+                scores.shape[0], k):
+            return torch.gather(scores, 1, self._routing), self._routing
+        return torch.topk(scores, k, dim, *args, **kwargs)
+
+
+def _replay_top_k(routing):
+    """Routing replay for trees without RouterReplay: the module global
+    `torch` of the tree's router and moe_utils answers topk with `routing`."""
+    from megatron.core.transformer.moe import moe_utils, router
+    for module in (moe_utils, router):
+        module.torch = _TorchReplayingTopK(routing)
 
 
 # Expert ids per token of the global batch [sequence 4, batch 2, top-2]: every
@@ -731,17 +815,16 @@ _ROUTING = [[[0, 2], [1, 3]], [[3, 0], [2, 1]], [[1, 2], [0, 1]], [[2, 3], [3, 0
 def moe_layer_replay(dispatcher="alltoall"):
     """moe_layer with its routing replayed (`_ROUTING`): the dispatch, the
     experts and the combine for that routing, with the router's gating and
-    probabilities (and their gradients) symbolic. Needs a tree with routing
-    replay (moe_enable_routing_replay)."""
+    probabilities (and their gradients) symbolic: through the tree's
+    RouterReplay where it has one, else by answering its topk
+    (_replay_top_k)."""
     _, layout = _megatron()
     from megatron.core.transformer.transformer_config import TransformerConfig
-    if not _accepts(TransformerConfig, "moe_enable_routing_replay"):
-        import shardproof_recipes
-        raise ComponentAbsent(
-            "this Megatron tree has no MoE routing replay")
+    replay = {"moe_enable_routing_replay": True} \
+        if _accepts(TransformerConfig, "moe_enable_routing_replay") else {}
 
     def build():
-        layer, config = _moe_layer(layout, dispatcher, moe_enable_routing_replay=True)
+        layer, config = _moe_layer(layout, dispatcher, **replay)
         _replay_routing(layout, config, torch.tensor(_ROUTING))
         return layer, config
     return _moe_step(layout, build)
@@ -829,6 +912,7 @@ SCAN = [
     ("mlp_ddp", "tp=2,sp=0"),
     ("mlp_ddp", "tp=2,dp=2,sp=1"),
     ("mlp_ddp_avg", "tp=1,dp=2,sp=0"),
+    ("mlp_ddp", "tp=1,cp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=0"),
     ("vocab_parallel_cross_entropy", "tp=2,sp=1"),
     ("vocab_parallel_cross_entropy_label_smoothing", "tp=2,sp=0"),
@@ -841,6 +925,8 @@ SCAN = [
     ("moe_layer_replay", "tp=1,ep=2,sp=0"),
     ("moe_layer_replay", "tp=2,ep=2,sp=1"),
     ("moe_layer_replay_allgather", "tp=1,ep=2,sp=0"),
+    ("moe_router_z_loss", "tp=2,sp=0"),
+    ("moe_router_aux_loss", "tp=2,sp=0"),
     ("mla_self_attention", "tp=2,sp=0"),
 ]
 

@@ -49,6 +49,9 @@ CASES = {
     "where": ([(2, 3), (2, 3)], lambda x, y: torch.where(torch.tensor([[True, False, True], [False, True, False]]), x, y)),
     "maximum_minimum": ([(4,), (4,)], lambda x, y: torch.maximum(x, y) - torch.minimum(x, 2 * y)),
     "clamp": ([(5,)], lambda x: x.clamp(min=-0.5, max=0.5)),
+    "histc_counts_scale": ([(4,)], lambda x: x * torch.histc(
+        torch.tensor([0.0, 3.0, 1.0, 1.0, 2.5, 7.0]), bins=4, min=0, max=4)
+        + torch.histc(torch.tensor([1.0, 2.0, 2.0]), bins=4)),
     # The legacy constructor (Megatron's 2023 FusedLayerNorm builds its
     # parameters so): uninitialised float32 of a shape, or a copy of data.
     "legacy_tensor_constructor": ([(3,)], lambda x: x * torch.Tensor([1.0, 2.0, 3.0])

@@ -146,18 +146,20 @@ def main():
         git_dir = mirror_of(options.mirrors, bug["repository"])
         verdict, errors = run_commit(shardproof, git_dir, bug, bug["parent"],
                                      options.python_path)
-        caught = verdict is not None and any(f == bug["file"] for f, _, _ in errors)
+        where = bug.get("finding_file", bug["file"])
+        caught = verdict is not None and any(f == where for f, _, _ in errors)
         failures += not caught
+        how = "caught" if where == bug["file"] else "caught by value"
         print(f"{bug['id']} parent {bug['parent'][:10]}: "
-              f"{'caught' if caught else 'MISSED'} "
-              f"({describe(verdict, errors, bug['file']) if verdict else errors})", flush=True)
+              f"{how if caught else 'MISSED'} "
+              f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
         if bug["fix"] == "open":
             continue
         verdict, errors = run_commit(shardproof, git_dir, bug, bug["fix"], options.python_path)
-        clean = verdict is not None and not any(f == bug["file"] for f, _, _ in errors)
+        clean = verdict is not None and not any(f == where for f, _, _ in errors)
         failures += not clean
         print(f"{bug['id']} fix {bug['fix'][:10]}: {'clean' if clean else 'NOT CLEAN'} "
-              f"({describe(verdict, errors, bug['file']) if verdict else errors})", flush=True)
+              f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
     print(f"{len(bugs)} bugs, {failures} failures")
     return 1 if failures else 0
 

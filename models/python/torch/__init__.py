@@ -809,6 +809,25 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Counts of the values in `bins` equal-width bins over [min, max] (the
+    data's range when both are 0), in the input's dtype (CUDA's histc takes
+    integers too). Values outside are ignored; the last bin includes max.
+    Concrete inputs only (MoE's tokens per expert, from concrete expert ids)."""
+    if out is not None:
+        _tracing.unmodelled("torch.histc(out=...)")
+    if builtins.any(isinstance(v, _sp.Term) and not v.is_const for v in input._a.flat):
+        raise _tracing.Unsupported("torch.histc of symbolic values")
+    values = np.asarray([builtins.float(v) for v in input._a.flat], dtype=np.float64)
+    low, high = builtins.float(min), builtins.float(max)
+    if low == high == 0 and values.size:
+        low, high = builtins.float(values.min()), builtins.float(values.max())
+    if low == high:
+        low, high = low - 1, high + 1
+    counts = np.histogram(values, bins=builtins.int(bins), range=(low, high))[0]
+    return _concrete(counts, input.dtype, "histc")
+
+
 def __getattr__(name):
     """A torch attribute normal lookup did not find: one real PyTorch has is
     "not modelled" (could not prove if used); any other does not exist."""
