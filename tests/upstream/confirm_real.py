@@ -126,6 +126,21 @@ def _patch_torch_for_cpu():
     torch.cuda.nvtx.range_push = lambda *a, **k: None
     torch.cuda.nvtx.range_pop = lambda *a, **k: None
     torch.cuda.device_count = lambda: 1
+
+    # Factories called with device="cuda" (the causal mask of newest trees)
+    # make CPU tensors.
+    def on_cpu(factory):
+        def make(*args, **kwargs):
+            device = kwargs.get("device")
+            if device is not None and str(device).startswith("cuda"):
+                kwargs["device"] = "cpu"
+            return factory(*args, **kwargs)
+        make.__wrapped__ = factory
+        return make
+
+    for name in ("ones", "zeros", "empty", "full", "arange", "tensor", "rand", "randn",
+                 "ones_like", "zeros_like", "empty_like", "full_like", "eye", "linspace"):
+        setattr(torch, name, on_cpu(getattr(torch, name)))
     # Dtypes newer than this torch that newest trees name at import time only
     # (MXFP8 inference paths not taken here).
     for name in ("float8_e8m0fnu", "float4_e2m1fn_x2"):
