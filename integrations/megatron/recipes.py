@@ -348,15 +348,9 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     an AVG all-reduce instead of scaling by 1/dp before a SUM."""
     from megatron.core import distributed
     ddp_class = _component(distributed, "DistributedDataParallel")
-    ddp_config_class = _component(distributed, "DistributedDataParallelConfig")
-    averaging = {}
+    options = dict(overlap_grad_reduce=False, use_distributed_optimizer=False)
     if average_in_collective:
-        if not _accepts(ddp_config_class, "average_in_collective"):
-            raise ComponentAbsent("this Megatron tree's DistributedDataParallelConfig "
-                                  "has no average_in_collective")
-        averaging["average_in_collective"] = True
-    ddp_config = ddp_config_class(overlap_grad_reduce=False,
-                                  use_distributed_optimizer=False, **averaging)
+        options["average_in_collective"] = True
     finalize_model_grads = _component(distributed, "finalize_model_grads")
     from megatron.core import parallel_state
     groups = {}  # 2024 trees take the groups as arguments
@@ -367,8 +361,12 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     if _accepts(ddp_class, "expert_data_parallel_group"):
         groups["expert_data_parallel_group"] = \
             parallel_state.get_data_modulo_expert_parallel_group()
-    model = ddp_class(config, ddp_config, step["model"], **groups)
-    model.zero_grad_buffer()  # what the training loop does before each step
+    args, kwargs = _ddp_arguments(distributed, ddp_class, config, step["model"], options)
+    model = ddp_class(*args, **kwargs, **groups)
+    # What the training loop does before each step (2023 trees ask whether
+    # to zero the buffer itself: yes without the distributed optimizer).
+    model.zero_grad_buffer(**({"zero_buffer": True} if _accepts(
+        model.zero_grad_buffer, "zero_buffer") else {}))
     inputs = _activations(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
 
     def loss(out):
@@ -384,6 +382,23 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     return dict(step, model=model, inputs=inputs, loss=loss,
                 finalize_grads=finalize_grads,
                 data_parallel_group=parallel_state.get_data_parallel_group())
+
+
+def _ddp_arguments(distributed, ddp_class, config, module, options):
+    """DistributedDataParallel's (arguments, keyword arguments): (config, DDP
+    config, module), or in 2023 trees (config, module) with the options as
+    keyword arguments of the constructor, gradients kept in fp32."""
+    if hasattr(distributed, "DistributedDataParallelConfig"):
+        ddp_config_class = distributed.DistributedDataParallelConfig
+        missing = [k for k in options if not _accepts(ddp_config_class, k)]
+        if missing:
+            raise ComponentAbsent(f"this Megatron tree's DistributedDataParallelConfig has "
+                                  f"no {missing[0]}")
+        return (config, ddp_config_class(**options), module), {}
+    missing = [k for k in options if not _accepts(ddp_class, k)]
+    if missing:
+        raise ComponentAbsent(f"this Megatron tree's DistributedDataParallel has no {missing[0]}")
+    return (config, module), dict(options, accumulate_allreduce_grads_in_fp32=True)
 
 
 def mlp_ddp():
@@ -598,13 +613,20 @@ def self_attention_sp():
 
 
 def _moe_config(layout, dispatcher="alltoall", num_experts=4, topk=2, **extra):
+    """The MoE layers' TransformerConfig; options a 2023 tree's config does
+    not have yet (top-k, dispatchers: it routes top-1) are left out."""
     from megatron.core.transformer.transformer_config import TransformerConfig
-    return TransformerConfig(**extra,
+    known = {f.name for f in dataclasses.fields(TransformerConfig)}
+    if "num_moe_experts" not in known:
+        raise ComponentAbsent("this Megatron tree's TransformerConfig has no num_moe_experts")
+    values = dict(
         num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=4,
         tensor_model_parallel_size=layout.tp, expert_model_parallel_size=layout.ep,
         sequence_parallel=layout.tp > 1, num_moe_experts=num_experts,
         moe_router_topk=topk, moe_token_dispatcher_type=dispatcher,
         moe_aux_loss_coeff=0.0, add_bias_linear=False)
+    values.update(extra)
+    return TransformerConfig(**{k: v for k, v in values.items() if k in known or k in extra})
 
 
 def _moe_tokens(x, layout):
@@ -614,7 +636,7 @@ def _moe_tokens(x, layout):
     return _tp_slice(_data_parallel_slice(x, 1), layout, 0)
 
 
-def _moe_step(layout, build):
+def _moe_step(layout, build, sequence_parallel=None):
     """The MoE entry: the layer `build()` returns (with its config) wrapped in
     Megatron's DDP as in training (dense parameters averaged over the
     data-parallel group, which holds the expert-parallel ranks, expert
@@ -625,8 +647,16 @@ def _moe_step(layout, build):
     # by creation order, and a rank builds fewer experts than the reference.
     x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
     layer, config = build()
-    sp = dataclasses.replace(layout, sp=layout.tp > 1)  # MoE with TP needs SP
-    step = _ddp_step(_step(layer, (_tp_slice(x, layout, 0),), sp), config)
+    if sequence_parallel is None:
+        sequence_parallel = layout.tp > 1  # MoE with TP needs SP (since 2024)
+    sp = dataclasses.replace(layout, sp=sequence_parallel)
+    step = _step(layer, (_sequence_slice(x, sp),), sp)
+    root = os.environ["MEGATRON_ROOT"]
+    if os.path.isdir(os.path.join(root, "megatron", "core", "distributed")):
+        step = _ddp_step(step, config)
+    elif layout.dp * layout.ep > 1:  # trees of mid-2023 train with the legacy DDP
+        raise ComponentAbsent("this Megatron tree has no megatron.core.distributed "
+                              "(data parallelism is its legacy model's)")
     if hasattr(layer, "local_expert_indices"):  # a router alone has no experts
         step["parameter_names"] = _expert_names(layer)
     return step
@@ -869,26 +899,134 @@ def gpt_model_sp():
     return gpt_model(sequence_parallel=True)
 
 
-def switch_mlp():
-    """The legacy SwitchMLP (megatron/legacy, 2024 trees): top-1 routing
-    after sinkhorn load balancing, experts as ParallelMLPs. It reads
-    Megatron's global training arguments, which the recipe sets."""
+def _legacy(module):
+    """`module` of the legacy model (megatron/model before 2024,
+    megatron/legacy/model after) and the global-arguments module its code
+    reads Megatron's training arguments from."""
+    import importlib
+    root = os.environ["MEGATRON_ROOT"]
+    for package, arguments in (("megatron.legacy.model", "megatron.training.global_vars"),
+                               ("megatron.model", "megatron.global_vars")):
+        if os.path.isdir(os.path.join(root, *package.split("."))):
+            _transformer_engine_wrappers()  # the legacy model imports core's GPT model
+            return (importlib.import_module(f"{package}.{module}"),
+                    importlib.import_module(arguments))
+    raise ComponentAbsent("this Megatron tree has no legacy model "
+                          "(megatron/model or megatron/legacy/model)")
+
+
+def _training_arguments(global_vars, **values):
+    """Megatron's global training arguments as the legacy model reads them:
+    the defaults of its argument parser for what the recipe does not set."""
     import types
+    defaults = dict(swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
+                    bias_gelu_fusion=False, normalization="LayerNorm", norm_epsilon=1e-5,
+                    apply_layernorm_1p=False, hidden_size=4, sequence_parallel=False,
+                    moe_router_topk=1)
+    global_vars.set_args(types.SimpleNamespace(**dict(defaults, **values)))
+
+
+def switch_mlp(sequence_parallel=True):
+    """The legacy SwitchMLP: top-1 routing after sinkhorn load balancing,
+    experts as ParallelMLPs, under Megatron's DDP; its routing replayed
+    (_ROUTING's first choice per token). It reads Megatron's global training
+    arguments, which the recipe sets. Sequence parallelism on with tensor
+    parallelism unless `sequence_parallel` is False."""
     _, layout = _megatron()
-    import shardproof_recipes
-    if not os.path.isdir(os.path.join(os.environ["MEGATRON_ROOT"], "megatron", "legacy")):
-        raise ComponentAbsent(
-            "this Megatron tree has no megatron.legacy (SwitchMLP)")
-    _transformer_engine_wrappers()  # megatron.legacy imports core's GPT model
-    from megatron.legacy.model import transformer as legacy
-    from megatron.training import global_vars
+    legacy, global_vars = _legacy("transformer")
     switch_class = _component(legacy, "SwitchMLP")
-    config = _moe_config(layout, topk=1)
-    global_vars.set_args(types.SimpleNamespace(
-        num_experts=config.num_moe_experts, hidden_size=config.hidden_size,
-        swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
-        bias_gelu_fusion=False))
-    return _moe_step(layout, lambda: (switch_class(config), config))
+    config = _moe_config(layout, topk=1,
+                         sequence_parallel=sequence_parallel and layout.tp > 1)
+    _training_arguments(global_vars, num_experts=config.num_moe_experts,
+                        hidden_size=config.hidden_size,
+                        sequence_parallel=config.sequence_parallel)
+
+    def build():
+        layer = PreNormMLP(_legacy_norm(config, global_vars), switch_class(config))
+        _replay_argmax(legacy, torch.tensor(_ROUTING)[..., :1], layout,
+                       config.sequence_parallel)
+        layer.local_expert_indices = layer.mlp.local_expert_indices
+        return layer, config
+    return _moe_step(layout, build, sequence_parallel=config.sequence_parallel)
+
+
+class PreNormMLP(torch.nn.Module):
+    """A transformer layer's MLP half: its pre-MLP norm, then the MLP (the
+    norm's parameters are what finalize_model_grads all-reduces under
+    sequence parallelism, as in every model)."""
+
+    def __init__(self, norm, mlp):
+        super().__init__()
+        self.norm, self.mlp = norm, mlp
+
+    def forward(self, x):
+        return self.mlp(self.norm(x))
+
+
+def _legacy_norm(config, global_vars):
+    """The legacy model's RMSNorm from its get_norm (pure PyTorch)."""
+    import types
+    utils, _ = _legacy("utils")
+    if not hasattr(utils, "get_norm"):
+        raise ComponentAbsent("this Megatron tree's legacy model has no get_norm")
+    arguments = global_vars.get_args()
+    _training_arguments(global_vars, **dict(vars(arguments), normalization="RMSNorm"))
+    return utils.get_norm(types.SimpleNamespace(
+        hidden_size=config.hidden_size, layernorm_epsilon=1e-5, persist_layer_norm=False,
+        sequence_parallel=config.sequence_parallel))
+
+
+def switch_mlp_no_sp():
+    """switch_mlp with tensor parallelism and no sequence parallelism: every
+    tensor-parallel rank holds the whole sequence."""
+    return switch_mlp(sequence_parallel=False)
+
+
+class _TorchReplayingArgmax:
+    """`torch` as the legacy SwitchMLP sees it, whose max over the router's
+    [tokens, experts] scores returns the replayed expert per token."""
+
+    def __init__(self, routing):
+        self._routing = routing
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def max(self, input, dim=None, *args, **kwargs):
+        if dim == 1 and input.dim() == 2 and input.shape[0] == self._routing.shape[0]:
+            return torch.gather(input, 1, self._routing).squeeze(1), self._routing.squeeze(1)
+        return torch.max(input, *((dim,) if dim is not None else ()), *args, **kwargs)
+
+
+def _replay_argmax(legacy, routing, layout, sequence_parallel=True):
+    """The legacy SwitchMLP picks each token's expert with torch.max over its
+    sinkhorn-balanced scores (a choice only: no gradient flows through it);
+    it gets this rank's tokens of `routing`, and the balancing, a loop until
+    the symbolic scores converge, is skipped."""
+    tokens = _data_parallel_slice(routing, 1)
+    if sequence_parallel:
+        tokens = _tp_slice(tokens, layout, 0)
+    legacy.torch = _TorchReplayingArgmax(tokens.reshape(-1, 1))
+    legacy.sinkhorn = lambda cost, tol=0.0001: cost
+
+
+def legacy_norm(normalization="RMSNorm"):
+    """The legacy model's get_norm (LayerNorm or RMSNorm as the training
+    arguments say) under sequence parallelism: its weight's gradient is each
+    rank's sequence shard's, and must be all-reduced over the group, which
+    the training loop does for parameters marked `sequence_parallel`."""
+    import types
+    _, layout = _megatron(sequence_parallel=True)
+    utils, global_vars = _legacy("utils")
+    if not hasattr(utils, "get_norm"):
+        raise ComponentAbsent("this Megatron tree's legacy model has no get_norm")
+    _training_arguments(global_vars, normalization=normalization,
+                        sequence_parallel=layout.tp > 1)
+    config = types.SimpleNamespace(hidden_size=4, layernorm_epsilon=1e-5,
+                                   persist_layer_norm=False,
+                                   sequence_parallel=layout.tp > 1)
+    norm = _without_apex(utils.get_norm, config)
+    return _step(norm, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
 
 
 # ---- What `shardproof scan ROOT` checks: (recipe, layout) ----

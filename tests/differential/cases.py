@@ -49,6 +49,9 @@ CASES = {
     "where": ([(2, 3), (2, 3)], lambda x, y: torch.where(torch.tensor([[True, False, True], [False, True, False]]), x, y)),
     "maximum_minimum": ([(4,), (4,)], lambda x, y: torch.maximum(x, y) - torch.minimum(x, 2 * y)),
     "clamp": ([(5,)], lambda x: x.clamp(min=-0.5, max=0.5)),
+    "nonzero_gather": ([(3, 2)], lambda x: x[torch.tensor([[0.0, 1.0], [2.0, 0.0], [0.0, 3.0]])
+                                             .nonzero()[:, 0]] + x[torch.nonzero(torch.tensor(
+                                                 [1, 0, 1]), as_tuple=True)[0]].sum()),
     "histc_counts_scale": ([(4,)], lambda x: x * torch.histc(
         torch.tensor([0.0, 3.0, 1.0, 1.0, 2.5, 7.0]), bins=4, min=0, max=4)
         + torch.histc(torch.tensor([1.0, 2.0, 2.0]), bins=4)),

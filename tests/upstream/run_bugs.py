@@ -80,7 +80,9 @@ def run_commit(shardproof, git_dir, bug, commit, python_path):
 
 def describe(verdict, errors, file):
     here = [f"{rule} {f}:{line}" for f, line, rule in errors if f == file]
-    return f"{verdict}; in {file}: {', '.join(here) if here else 'no error finding'}"
+    elsewhere = sorted({f"{rule} {f}:{line}" for f, line, rule in errors if f != file})
+    return (f"{verdict}; in {file}: {', '.join(here) if here else 'no error finding'}"
+            + (f"; elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
 
 
 FIELDS = ("id", "repository", "framework", "recipe", "layout", "file", "rule", "parent",

@@ -809,6 +809,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return input.repeat_interleave(repeats, dim, output_size=output_size)
 
 
+def nonzero(input, *, out=None, as_tuple=False):
+    if out is not None:
+        _tracing.unmodelled("torch.nonzero(out=...)")
+    return input.nonzero(as_tuple=as_tuple)
+
+
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """Counts of the values in `bins` equal-width bins over [min, max] (the
     data's range when both are 0), in the input's dtype (CUDA's histc takes

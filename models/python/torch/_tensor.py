@@ -1127,6 +1127,24 @@ class Tensor(metaclass=_TensorType):
     def scatter_(self, dim, index, src=None, value=None, reduce=None):
         return self._overwrite(self._old().scatter(dim, index, src, value, reduce))
 
+    def nonzero(self, *, as_tuple=False):
+        """Indices of the nonzero elements, [n, ndim] int64 in row-major
+        order (a tuple of 1-d index tensors with as_tuple). Which elements
+        are nonzero must be known: over symbolic values tracing stops."""
+        values = self._a
+        if values.dtype == object:
+            if any(isinstance(v, _sp.Term) and not v.is_const for v in values.ravel()):
+                raise Unsupported("nonzero of symbolic values: the result's size depends "
+                                  "on the values")
+            values = np.vectorize(builtins.float, otypes=[np.float64])(values)
+        found = np.nonzero(np.asarray(values).reshape(self.shape) if self.ndim else
+                           np.asarray(values).reshape(1))
+        from . import _concrete
+        if as_tuple:
+            return tuple(_concrete(i, _dtypes.int64, "nonzero") for i in found)
+        return _concrete(np.stack(found, axis=1) if found else np.zeros((0, 0)),
+                         _dtypes.int64, "nonzero")
+
     def argsort(self, dim=-1, descending=False, stable=False):
         """Indices that sort `dim`; over symbolic values the order depends
         on the values, so tracing stops here."""
