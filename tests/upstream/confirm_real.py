@@ -74,6 +74,10 @@ BUGS = {
         framework="megatron", builder="mlp_ddp_cp", world=2,
         parent="ce2b51999bc7a60da75e5ab4db7608e45aeaaf41",
         fix="3bdcbbbe5d2a455a75e28969be7250cd4bd27bae"),
+    "deepspeed-zero0-ulysses-grad-scale": dict(
+        framework="deepspeed", builder="ulysses_engine", world=2,
+        parent="af4356b348c64d227d08cdc192ac7c053a0c10b6",
+        fix="6b6d64185708e194ad06a8b6e08a15af3f59d1d4"),
     "megatron-router-z-loss-tp-scaling": dict(
         framework="megatron", builder="moe_router_z_loss", world=2,
         parent="db3a3f79d1cda60ea4b3db0ceffcf20c5760e11d",
@@ -155,6 +159,19 @@ def _patch_torch_for_cpu():
         if not hasattr(torch, name):
             setattr(torch, name, torch.uint8)
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+    # A private helper of torch's elastic agent (gone after torch 2.3) that
+    # 2024 DeepSpeed's elastic agent imports at import time; not used here.
+    try:
+        from torch.distributed.elastic.agent.server import api as elastic_api
+        if not hasattr(elastic_api, "_get_socket_with_port"):
+            def _get_socket_with_port():
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.bind(("127.0.0.1", 0))
+                sock.listen(0)
+                return sock
+            elastic_api._get_socket_with_port = _get_socket_with_port
+    except ImportError:
+        pass
 
 
 def _accepts(callable_, name):
@@ -503,16 +520,7 @@ def build_ulysses_attention(world):
     import math
     import inspect
     import torch
-    import deepspeed.comm as dist
-    import importlib
-    # (not `import deepspeed.comm.torch as ...`: deepspeed.comm's attribute
-    # `torch` is PyTorch itself)
-    ds_torch_backend = importlib.import_module("deepspeed.comm.torch")
-    if hasattr(ds_torch_backend, "build_shm_op"):
-        # The CPU accelerator's shared-memory all-reduce kernel (a JIT-built C++
-        # op, an optimisation of all_reduce): torch.distributed's is used instead.
-        ds_torch_backend.build_shm_op = lambda: None
-    dist.init_distributed(dist_backend="gloo", auto_mpi_discovery=False, verbose=False)
+    dist = _deepspeed_comm()
     from deepspeed.sequence.layer import DistributedAttention
     group = dist.new_group(list(range(world)))
     rank = torch.distributed.get_rank()
@@ -538,6 +546,102 @@ def build_ulysses_attention(world):
     # Plain attention on the whole sequence: what the world-1 run should give.
     return dict(model=Call(), inputs=[(n, (4, 2, 4, 2), seq) for n in "qkv"], params={},
                 outputs=[seq], oracle=lambda q, k, v: LocalAttention()(q, k, v))
+
+
+def _deepspeed_comm():
+    import importlib
+    import deepspeed.comm as dist
+    # (not `import deepspeed.comm.torch as ...`: deepspeed.comm's attribute
+    # `torch` is PyTorch itself)
+    ds_torch_backend = importlib.import_module("deepspeed.comm.torch")
+    if hasattr(ds_torch_backend, "build_shm_op"):
+        # The CPU accelerator's shared-memory all-reduce kernel (a JIT-built C++
+        # op, an optimisation of all_reduce): torch.distributed's is used instead.
+        ds_torch_backend.build_shm_op = lambda: None
+    dist.init_distributed(dist_backend="gloo", auto_mpi_discovery=False, verbose=False)
+    return dist
+
+
+class _SequenceParallelMPU:
+    """The mpu deepspeed.initialize takes for Ulysses (as shardproof's
+    recipe's SequenceParallelMPU): sp = world, dp = 1, model parallel 1."""
+
+    def __init__(self, dist, world, rank):
+        self.sp, self.dp, self.rank, self.world = world, 1, rank, world
+        self.sp_group = self.sp_dp_group = dist.new_group(list(range(world)))
+        self.dp_group = None
+        for r in range(world):
+            g = dist.new_group([r])
+            if r == rank:
+                self.dp_group = self.mp_group = g
+
+    def get_sequence_parallel_group(self): return self.sp_group
+    def get_sequence_parallel_world_size(self): return self.sp
+    def get_sequence_parallel_rank(self): return self.rank
+    def get_sequence_data_parallel_group(self): return self.sp_dp_group
+    def get_sequence_data_parallel_world_size(self): return self.world
+    def get_sequence_data_parallel_rank(self): return self.rank
+    def get_data_parallel_group(self): return self.dp_group
+    def get_data_parallel_world_size(self): return 1
+    def get_data_parallel_rank(self): return 0
+    def get_model_parallel_world_size(self): return 1
+    def get_model_parallel_rank(self): return 0
+    def get_model_parallel_group(self): return self.mp_group
+    get_tensor_model_parallel_world_size = get_model_parallel_world_size
+    get_tensor_model_parallel_rank = get_model_parallel_rank
+    get_tensor_model_parallel_group = get_model_parallel_group
+
+
+def build_ulysses_engine(world):
+    """shardproof's ulysses_engine recipe at tp=world (sp=world, dp=1): q, k,
+    v and output projections (replicated Linear weights) around Ulysses
+    DistributedAttention, trained by DeepSpeedEngine (deepspeed.initialize,
+    SGD, ZeRO stage 0, fp32, the mpu above); x [seq 4, batch 1, hidden 2]
+    sequence-first (the tree predates batch_dim_idx), each rank its
+    sequence slice; loss the sum of (out * out); the engine's own gradient
+    reduction (engine.allreduce_gradients(), what engine.backward runs)."""
+    import inspect
+    import math
+    import torch
+    import deepspeed
+    dist = _deepspeed_comm()
+    from deepspeed.sequence.layer import DistributedAttention
+    rank = torch.distributed.get_rank()
+    mpu = _SequenceParallelMPU(dist, world, rank)
+    heads, head_dim, hidden = 4, 2, 2
+
+    class LocalAttention(torch.nn.Module):
+        def forward(self, q, k, v, *args, **kwargs):
+            q, k, v = (t.permute(1, 2, 0, 3) for t in (q, k, v))
+            scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            return torch.matmul(torch.softmax(scores, dim=-1), v).permute(2, 0, 1, 3)
+
+    attention = DistributedAttention(LocalAttention(), mpu.sp_group, scatter_idx=2, gather_idx=0)
+    takes_batch_dim = "batch_dim_idx" in inspect.signature(attention.forward).parameters
+
+    class UlyssesLayer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query, self.key, self.value = (
+                torch.nn.Linear(hidden, heads * head_dim, bias=False) for _ in range(3))
+            self.dense = torch.nn.Linear(heads * head_dim, hidden)
+            self.attention = attention
+
+        def forward(self, x):  # [seq, batch, hidden]
+            q, k, v = (proj(x).view(*x.shape[:2], heads, head_dim)
+                       for proj in (self.query, self.key, self.value))
+            context = self.attention(q, k, v, 1) if takes_batch_dim else self.attention(q, k, v)
+            return self.dense(context.reshape(*x.shape[:2], heads * head_dim))
+
+    model = UlyssesLayer()
+    config = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True}
+    engine, _, _, _ = deepspeed.initialize(model=model, mpu=mpu, config=config,
+                                           optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    seq = Shard(0, world, rank)
+    return dict(model=engine, inputs=[("x", (4, 1, hidden), seq)],
+                params={n: WHOLE for n, _ in engine.named_parameters()}, outputs=[seq],
+                finalize=engine.allreduce_gradients)
 
 
 BUILDERS = {name[len("build_"):]: fn for name, fn in list(globals().items())
