@@ -125,6 +125,11 @@ constexpr bool registry_in_code_order() {
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
 
+std::span<const RuleCode> session_rules() {
+  static constexpr RuleCode kSessionRules[] = {RuleCode::InferredLayout};
+  return kSessionRules;
+}
+
 std::string_view severity_name(Severity severity) {
   switch (severity) {
   case Severity::Error:

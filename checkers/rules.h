@@ -39,6 +39,9 @@ struct Rule {
 };
 
 std::span<const Rule> all_rules();
+// Rules that no check reports: the analyzer's session reports them about a
+// whole run (a layout it had to infer), not about one obligation.
+std::span<const RuleCode> session_rules();
 const Rule &rule(RuleCode code);
 // The rule whose id (SP001) or name (forward-mismatch) is `text`, if any.
 const Rule *find_rule(std::string_view text);

@@ -1066,6 +1066,10 @@ SCAN = [
     ("moe_router_z_loss", "tp=2,sp=0"),
     ("moe_router_aux_loss", "tp=2,sp=0"),
     ("mla_self_attention", "tp=2,sp=0"),
+    # The legacy model, where a tree still has it (absent from 2025 on).
+    ("legacy_norm", "tp=2,sp=1"),
+    ("switch_mlp", "tp=2,sp=1"),
+    ("switch_mlp_no_sp", "tp=2,sp=0"),
 ]
 
 

@@ -20,7 +20,7 @@ TEST(Rules, EveryRuleIsFoundByItsIdAndItsName) {
   EXPECT_EQ(find_rule(""), nullptr);
 }
 
-// A rule no check may report is dead documentation; two checks of one name
+// A rule neither a check nor the session may report is dead documentation; two checks of one name
 // could not be told apart in a report.
 TEST(Rules, EveryRuleIsDeclaredByACheckAndCheckNamesAreUnique) {
   std::set<RuleCode> declared;
@@ -32,6 +32,9 @@ TEST(Rules, EveryRuleIsDeclaredByACheckAndCheckNamesAreUnique) {
     for (RuleCode code : check->rules())
       declared.insert(code);
   }
+  for (RuleCode code : session_rules())
+    EXPECT_TRUE(declared.insert(code).second)
+        << rule(code).id << " is reported by a check and by the session";
   for (const Rule &r : all_rules())
     EXPECT_TRUE(declared.count(r.code)) << r.id << " is reported by no check";
 }

@@ -2,7 +2,8 @@
 """The real-bug corpus (tests/upstream/bugs.toml) against fetched snapshots:
 for every bug, `shardproof check` of its recipe at its layout must have an
 error finding in the bug's file at the parent commit (caught) and none there
-at the fix (clean; an open bug has no fix). Trees are extracted from bare git
+at the fix (clean; an open bug has no fix), and none at `before` where an
+entry names the commit before a regression. Trees are extracted from bare git
 mirrors with `git archive`, never committed.
 
     tests/upstream/run_bugs.py --mirrors /work/.mirror [--only ID,ID] [--build build]
@@ -79,7 +80,7 @@ def run_commit(shardproof, git_dir, bug, commit, python_path):
 
 
 def describe(verdict, errors, file):
-    here = [f"{rule} {f}:{line}" for f, line, rule in errors if f == file]
+    here = list(dict.fromkeys(f"{rule} {f}:{line}" for f, line, rule in errors if f == file))
     elsewhere = sorted({f"{rule} {f}:{line}" for f, line, rule in errors if f != file})
     return (f"{verdict}; in {file}: {', '.join(here) if here else 'no error finding'}"
             + (f"; elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
@@ -105,7 +106,9 @@ def validate(bugs):
         if name in seen:
             problems.append(f"{name}: listed twice")
         seen.add(name)
-        for key in ("parent", "fix"):
+        for key in ("parent", "fix", "before"):
+            if key == "before" and key not in bug:
+                continue
             value = bug.get(key, "")
             if not re.fullmatch(r"[0-9a-f]{40}", value) and not (key == "fix" and value == "open"):
                 problems.append(f"{name}: {key} is not a full commit hash")
@@ -155,13 +158,14 @@ def main():
         print(f"{bug['id']} parent {bug['parent'][:10]}: "
               f"{how if caught else 'MISSED'} "
               f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
-        if bug["fix"] == "open":
-            continue
-        verdict, errors = run_commit(shardproof, git_dir, bug, bug["fix"], options.python_path)
-        clean = verdict is not None and not any(f == where for f, _, _ in errors)
-        failures += not clean
-        print(f"{bug['id']} fix {bug['fix'][:10]}: {'clean' if clean else 'NOT CLEAN'} "
-              f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
+        for role in ("before", "fix"):
+            if bug.get(role, "open") == "open":
+                continue
+            verdict, errors = run_commit(shardproof, git_dir, bug, bug[role], options.python_path)
+            clean = verdict is not None and not any(f == where for f, _, _ in errors)
+            failures += not clean
+            print(f"{bug['id']} {role} {bug[role][:10]}: {'clean' if clean else 'NOT CLEAN'} "
+                  f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
     print(f"{len(bugs)} bugs, {failures} failures")
     return 1 if failures else 0
 
