@@ -14,7 +14,10 @@ the table between the markers `<!-- versions:FRAMEWORK -->` and
 `<!-- /versions:FRAMEWORK -->` of that file. Prints numbers and asserts
 nothing, but exits 1 when some row has a recipe error (a recipe that could
 not build its component in that tree). A target the tree itself fails (it
-raised inside the tree) is counted apart: that is the tree's behaviour."""
+raised inside the tree) is counted apart: that is the tree's behaviour.
+Under the table, each version lists the targets whose verdict changed since
+the version before (proved → refuted is where a regression landed), then its
+error findings."""
 import argparse
 import json
 import os
@@ -92,7 +95,7 @@ def summarise(ref, date, commit, tree, report, failure, seconds):
     else a recipe error (the recipe could not build the component)."""
     row = {"tag": ref, "date": date, "commit": commit, "seconds": round(seconds),
            "counts": {v: 0 for v in VERDICTS}, "tree_failures": [], "recipe_errors": [],
-           "findings": []}
+           "findings": [], "verdicts": {}}
     if failure:
         row["recipe_errors"].append(failure)
         return row
@@ -103,6 +106,7 @@ def summarise(ref, date, commit, tree, report, failure, seconds):
 
     for target in report["targets"]:
         row["counts"][target["verdict"]] += 1
+        row["verdicts"][short_target(target["target"])] = target["verdict"]
     verdict_of = {t["target"]: t["verdict"] for t in report["targets"]}
     for error in report["errors"]:  # absent components are listed here too
         if verdict_of.get(error["target"]) == "error":
@@ -118,6 +122,21 @@ def summarise(ref, date, commit, tree, report, failure, seconds):
     return row
 
 
+def short_target(target):
+    """`recipes.py::entry [layout] --world N` -> `entry [layout]`."""
+    entry = target.split("::")[-1]
+    return entry.split(" --world")[0]
+
+
+def changes(previous, row):
+    """The targets whose verdict differs from the previous version's (a
+    component that appeared or went is not a change): where a regression
+    or a fix landed."""
+    return [f"{t}: {previous['verdicts'][t]} → {v}" for t, v in sorted(row["verdicts"].items())
+            if previous["verdicts"].get(t, v) != v
+            and "absent" not in (previous["verdicts"][t], v)]
+
+
 def table(framework, rows):
     lines = [f"| {framework} tag | commit date | commit | proved | refuted | could not prove "
              "| absent | tree raised | recipe error | scan s |",
@@ -129,8 +148,9 @@ def table(framework, rows):
                      f"{len(row['tree_failures'])} | {len(row['recipe_errors'])} | "
                      f"{row['seconds']} |")
     lines.append("")
-    for row in rows:
-        notes = sorted(set(row["findings"])) + sorted(set(row["tree_failures"])) \
+    for previous, row in zip([None] + rows, rows):
+        notes = (changes(previous, row) if previous else []) \
+            + sorted(set(row["findings"])) + sorted(set(row["tree_failures"])) \
             + sorted(set(row["recipe_errors"]))
         if notes:
             lines.append(f"- {row['tag']}: " + "; ".join(n.replace("|", "/")[:300]
