@@ -15,11 +15,14 @@ namespace shardproof::frontend {
 namespace fs = std::filesystem;
 
 namespace {
-// The variables one run of `target` sees: its own and its layout.
-std::map<std::string, std::string> run_environment(const Target &target) {
+// The variables one run of `target` sees: its own, its layout, and the
+// distributed world (so that the single-device reference run, whose own
+// world is 1, builds a recipe's component at the sizes the ranks do).
+std::map<std::string, std::string> run_environment(const Target &target, int world) {
   auto environment = target.environment;
   if (!target.layout.empty())
     environment["SHARDPROOF_PARALLEL"] = target.layout;
+  environment["SHARDPROOF_WORLD"] = std::to_string(world);
   return environment;
 }
 
@@ -29,7 +32,7 @@ public:
   RankTracer(terms::TermStore &store, const Target &target, const TraceOptions &options,
              std::optional<TraceFailure> &failure)
       : store_(store), target_(target), options_(options), failure_(failure),
-        environment_(run_environment(target)) {}
+        environment_(run_environment(target, options.world)) {}
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
                   const ir::KnownCollectives &known) {

@@ -24,6 +24,7 @@ makes N-way sequence parallelism, and the other axes (data parallelism, ...)
 hold replicas. The group is returned as the entry's
 `tensor_parallel_group`.
 """
+import dataclasses
 import inspect
 import math
 import os
@@ -31,7 +32,7 @@ import sys
 
 import torch
 
-from shardproof_recipes import ComponentAbsent, RecipeError, framework_root, parallel
+from shardproof_recipes import ComponentAbsent, RecipeError, asked, framework_root, parallel
 
 
 def _requirements(root):
@@ -148,7 +149,21 @@ def _loss(out):
     return (out * out).sum()
 
 
-SEQ, HEADS, HEAD_DIM = 4, 4, 2  # 4 heads: up to 4-way sequence parallelism
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """Global sizes for the layout the target asked for (the same in the
+    single-device reference and on every rank): the sequence and the heads,
+    which Ulysses shards in turn over its sp ranks (the layout's tp axis),
+    two per rank at least; the layer's hidden width, which nothing shards."""
+    sequence: int
+    heads: int
+    head_dim: int = 2
+    hidden: int = 2
+
+
+def _sizes():
+    sp = asked().tp
+    return Sizes(sequence=max(4, 2 * sp), heads=max(4, 2 * sp))
 
 
 def ulysses_attention(batch=2, batch_first=False):
@@ -156,7 +171,9 @@ def ulysses_attention(batch=2, batch_first=False):
     seq, ...] when `batch_first`); each rank gets its slice of the sequence
     and returns its slice of the output."""
     model, group, layout, sp = _distributed_attention(batch_first)
-    shape = (batch, SEQ, HEADS, HEAD_DIM) if batch_first else (SEQ, batch, HEADS, HEAD_DIM)
+    sizes = _sizes()
+    shape = (batch, sizes.sequence, sizes.heads, sizes.head_dim) if batch_first \
+        else (sizes.sequence, batch, sizes.heads, sizes.head_dim)
     q, k, v = (torch.randn(*shape) for _ in range(3))
     inputs = tuple(_sequence_slice(t, layout, sp, 1 if batch_first else 0) for t in (q, k, v))
     return {"model": model, "inputs": inputs, "loss": _loss,
@@ -174,7 +191,10 @@ def ulysses_attention_batch_first():
     return ulysses_attention(batch_first=True)
 
 
-HIDDEN = 2
+def _layer_input(sizes, batch, batch_first):
+    """x [batch, sequence, hidden], or [sequence, batch, hidden]."""
+    shape = (batch, sizes.sequence) if batch_first else (sizes.sequence, batch)
+    return torch.randn(*shape, sizes.hidden)
 
 
 class UlyssesLayer(torch.nn.Module):
@@ -182,18 +202,20 @@ class UlyssesLayer(torch.nn.Module):
     projections (replicated weights) on this rank's slice of the sequence,
     so the gradients of the weights run through the all-to-alls' backward."""
 
-    def __init__(self, attention):
+    def __init__(self, attention, sizes):
         super().__init__()
+        self.heads, self.head_dim = sizes.heads, sizes.head_dim
+        width = sizes.heads * sizes.head_dim
         self.query, self.key, self.value = (
-            torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False) for _ in range(3))
-        self.dense = torch.nn.Linear(HEADS * HEAD_DIM, HIDDEN)
+            torch.nn.Linear(sizes.hidden, width, bias=False) for _ in range(3))
+        self.dense = torch.nn.Linear(width, sizes.hidden)
         self.attention = attention
 
     def forward(self, x):  # [seq, batch, hidden] ([batch, seq, hidden] batch-first)
-        q, k, v = (proj(x).view(*x.shape[:2], HEADS, HEAD_DIM)
+        q, k, v = (proj(x).view(*x.shape[:2], self.heads, self.head_dim)
                    for proj in (self.query, self.key, self.value))
         context = self.attention(q, k, v)
-        return self.dense(context.reshape(*x.shape[:2], HEADS * HEAD_DIM))
+        return self.dense(context.reshape(*x.shape[:2], self.heads * self.head_dim))
 
 
 def ulysses_attention_layer(batch=2, batch_first=True):
@@ -205,8 +227,9 @@ def ulysses_attention_layer(batch=2, batch_first=True):
     replicas of the weights (the loss here is a sum over the sequence)."""
     attention, group, layout, sp = _distributed_attention(batch_first)
     from deepspeed import comm as dist
-    model = UlyssesLayer(attention)
-    x = torch.randn(*((batch, SEQ, HIDDEN) if batch_first else (SEQ, batch, HIDDEN)))
+    sizes = _sizes()
+    model = UlyssesLayer(attention, sizes)
+    x = _layer_input(sizes, batch, batch_first)
 
     def finalize_grads():
         if sp == 1:
@@ -305,14 +328,6 @@ def _engine_prerequisites():
         torch.Tensor.is_sparse = property(lambda self: False)
 
 
-def _layout_asked():
-    """The layout of the run (also in the reference, which parallel() gives
-    as one device): what the global batch is sized by."""
-    from shardproof_recipes import parse
-    text = os.environ.get("SHARDPROOF_PARALLEL")
-    return parse(text) if text else parallel()
-
-
 def _gather_zero_gradients(optimizer, dist):
     """ZeRO 1/2 keep this rank's partition of each parameter group's flat
     gradient (`averaged_gradients[i]`, the pieces of the parameters in its
@@ -357,8 +372,9 @@ def ulysses_engine(stage=0):
     batch_first = _takes_batch_dim(layer.DistributedAttention(LocalAttention(), mpu.sp_group))
     attention = layer.DistributedAttention(LocalAttention(batch_first), mpu.sp_group,
                                            scatter_idx=2, gather_idx=1 if batch_first else 0)
-    model = UlyssesLayer(_Call(attention, batch_first))
-    batch = 2 if batch_first else _layout_asked().dp
+    sizes = _sizes()
+    model = UlyssesLayer(_Call(attention, batch_first), sizes)
+    batch = 2 if batch_first else asked().dp
     batch_dim, seq_dim = (0, 1) if batch_first else (1, 0)
     if batch % mpu.dp:
         raise RecipeError(f"a batch of {batch} does not split over {mpu.dp} data-parallel ranks")
@@ -368,7 +384,7 @@ def ulysses_engine(stage=0):
               "zero_allow_untested_optimizer": True}
     engine, _, _, _ = deepspeed.initialize(model=model, mpu=mpu, config=config,
                                            optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
-    x = torch.randn(*((batch, SEQ, HIDDEN) if batch_first else (SEQ, batch, HIDDEN)))
+    x = _layer_input(sizes, batch, batch_first)
     local = x.chunk(mpu.dp, batch_dim)[mpu.get_data_parallel_rank()]
     local = local.chunk(mpu.sp, seq_dim)[mpu.get_sequence_parallel_rank()]
 

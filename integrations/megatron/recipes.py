@@ -16,7 +16,7 @@ import os
 
 import torch
 
-from shardproof_recipes import ComponentAbsent, RecipeError, framework_root, parallel
+from shardproof_recipes import ComponentAbsent, RecipeError, asked, framework_root, parallel
 
 
 def _megatron(sequence_parallel=False):
@@ -50,6 +50,67 @@ def _parallel_sizes(initialize, layout):
             raise ComponentAbsent(f"this Megatron tree's initialize_model_parallel "
                                   f"has no {name}")
     return sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """A component's global sizes for the layout the target asked for (the
+    same in the single-device reference and on every rank): the smallest
+    where each dimension a parallel axis shards holds at least two entries
+    on every rank (one entry per rank would hide the order of what a rank
+    holds), all kept divisible. Heads, the MLP's width and the vocabulary
+    scale with tp; the sequence with tp (sequence parallelism) and cp (two
+    chunks per rank); experts with ep. The batch takes a sample per
+    data-parallel rank (dp, and ep: expert-parallel ranks are data-parallel
+    ranks of the dense layers), two at least: each rank's tokens are at
+    least two by the sequence already, and more tokens per rank make the
+    MoE routers' proofs outgrow their time limit."""
+    sequence: int
+    batch: int
+    heads: int
+    head_dim: int
+    vocab: int
+    experts: int
+
+    @property
+    def hidden(self):
+        return self.heads * self.head_dim
+
+    @property
+    def ffn(self):
+        return 2 * self.hidden
+
+    def moe(self, tp):
+        """The sizes of an MoE layer alone, whose hidden width no axis shards:
+        kept at 4 (a wider one multiplies the router's proofs), with one head
+        per tensor-parallel rank as the config asks."""
+        hidden = max(4, tp)
+        return dataclasses.replace(self, heads=tp, head_dim=hidden // tp)
+
+
+PER_RANK = 2
+
+
+def _sizes():
+    layout = asked()
+    context_chunks = 2 * layout.cp if layout.cp > 1 else 1
+    return Sizes(sequence=max(4, PER_RANK * layout.tp * context_chunks),
+                 batch=max(2, layout.dp * layout.ep), heads=PER_RANK * layout.tp,
+                 head_dim=2, vocab=8 * layout.tp, experts=max(4, PER_RANK * layout.ep))
+
+
+def _activation(sizes, width=None):
+    """A global activation [sequence, batch, width (hidden)]."""
+    return torch.randn(sizes.sequence, sizes.batch, width or sizes.hidden)
+
+
+def _token_ids(shape, vocab, offset=0):
+    """Token ids of `shape` spread over the whole vocabulary (every
+    vocabulary-parallel shard gets some)."""
+    count = 1
+    for n in shape:
+        count *= n
+    return ((torch.arange(count) * 5 + 3 + offset) % vocab).reshape(*shape)
 
 
 def _component(module, name):
@@ -133,13 +194,13 @@ def _sequence_slice(x, layout):
 
 def column_parallel_linear(sequence_parallel=False, frozen=False):
     tp, layout = _megatron(sequence_parallel)
+    sizes = _sizes()
     layer = _tp_layer(
-        tp, "ColumnParallelLinear", 4, 8, layout=layout,
+        tp, "ColumnParallelLinear", sizes.hidden, sizes.ffn, layout=layout,
         init_method=torch.nn.init.normal_, bias=True, gather_output=False)
     if frozen:  # a frozen backbone (LoRA): only the input and the bias get gradients
         layer.weight.requires_grad_(False)
-    x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
-    return _step(layer, (_sequence_slice(x, layout),), layout)
+    return _step(layer, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
 def column_parallel_linear_sp():
@@ -158,11 +219,12 @@ def column_parallel_linear_frozen_sp():
 
 def row_parallel_linear(sequence_parallel=False):
     tp, layout = _megatron(sequence_parallel)
+    sizes = _sizes()
     layer = _tp_layer(
-        tp, "RowParallelLinear", 8, 4, layout=layout,
+        tp, "RowParallelLinear", sizes.ffn, sizes.hidden, layout=layout,
         init_method=torch.nn.init.normal_, bias=True, input_is_parallel=True,
         skip_bias_add=False)
-    x = torch.randn(4, 2, 8)  # the full activation; this rank gets its hidden slice
+    x = _activation(sizes, sizes.ffn)  # the full activation; this rank gets its slice
     return _step(layer, (_tp_slice(x, layout, -1),), layout)
 
 
@@ -172,30 +234,33 @@ def row_parallel_linear_sp():
 
 def vocab_parallel_embedding():
     tp, layout = _megatron()
-    embedding = _tp_layer(tp, "VocabParallelEmbedding", num_embeddings=8, embedding_dim=3,
-                          init_method=torch.nn.init.normal_,
+    sizes = _sizes()
+    embedding = _tp_layer(tp, "VocabParallelEmbedding", num_embeddings=sizes.vocab,
+                          embedding_dim=sizes.hidden, init_method=torch.nn.init.normal_,
                           layout=dataclasses.replace(layout, sp=False))
-    return _step(embedding, (torch.tensor([[0, 5, 7], [3, 4, 1]]),),
-                 dataclasses.replace(layout, sp=False))
+    tokens = _token_ids((sizes.batch, sizes.sequence), sizes.vocab)
+    return _step(embedding, (tokens,), dataclasses.replace(layout, sp=False))
 
 
 def mlp(gated=False):
     tp, layout = _megatron()
+    sizes = _sizes()
     from megatron.core.transformer import mlp as mlp_module
     from megatron.core.transformer.transformer_config import TransformerConfig
     config = TransformerConfig(
-        num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=4,
-        tensor_model_parallel_size=layout.tp, add_bias_linear=True,
-        gated_linear_unit=gated, sequence_parallel=layout.sp and layout.tp > 1)
+        num_layers=1, hidden_size=sizes.hidden, ffn_hidden_size=sizes.ffn,
+        num_attention_heads=sizes.heads, tensor_model_parallel_size=layout.tp,
+        add_bias_linear=True, gated_linear_unit=gated,
+        sequence_parallel=layout.sp and layout.tp > 1)
     submodules = _component(mlp_module, "MLPSubmodules")(
         linear_fc1=tp.ColumnParallelLinear, linear_fc2=tp.RowParallelLinear)
     mlp_class = _component(mlp_module, "MLP")
     # ffn_hidden_size became a constructor argument after 2024 (before, the
     # config's value was the only one).
-    extra = {"ffn_hidden_size": 8} if _accepts(mlp_class, "ffn_hidden_size") else {}
+    extra = {"ffn_hidden_size": sizes.ffn} if _accepts(mlp_class, "ffn_hidden_size") else {}
     layer = mlp_class(config, submodules, **extra)
     # Under sequence parallelism (--sp) the input is this rank's sequence slice.
-    return _step(layer, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
+    return _step(layer, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
 def mlp_swiglu():
@@ -216,7 +281,9 @@ def vocab_parallel_cross_entropy(sequence_parallel=False, label_smoothing=0.0):
             raise ComponentAbsent("this Megatron tree's vocab_parallel_cross_entropy has no "
                                   "label_smoothing")
         smoothing["label_smoothing"] = label_smoothing
-    output_layer = _tp_layer(tp, "ColumnParallelLinear", 4, 8, layout=layout,
+    sizes = _sizes()
+    output_layer = _tp_layer(tp, "ColumnParallelLinear", sizes.hidden, sizes.vocab,
+                             layout=layout,
                              init_method=torch.nn.init.normal_, bias=False,
                              gather_output=False)
 
@@ -229,9 +296,8 @@ def vocab_parallel_cross_entropy(sequence_parallel=False, label_smoothing=0.0):
             logits, _ = self.output_layer(hidden)
             return cross_entropy(logits, target, **smoothing)
 
-    hidden = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
-    target = torch.tensor([[0, 7], [5, 2], [3, 4], [6, 1]])  # [sequence, batch]
-    return _step(LossHead(), (_sequence_slice(hidden, layout), target), layout)
+    target = _token_ids((sizes.sequence, sizes.batch), sizes.vocab)
+    return _step(LossHead(), (_sequence_slice(_activation(sizes), layout), target), layout)
 
 
 def vocab_parallel_cross_entropy_sp():
@@ -256,32 +322,32 @@ def _noncontiguous(t):
 class TensorParallelMappings(torch.nn.Module):
     """Every mapping of the tree's tensor_parallel/mappings.py that moves
     activations between the replicated, hidden-sharded and sequence-sharded
-    layouts, in one forward, with a column shard W1 [8/tp, 4] and a row shard
-    W2 [4, 8/tp] between them so each mapping's forward and backward carries
+    layouts, in one forward, with a column shard W1 [ffn/tp, hidden] and a row shard
+    W2 [hidden, ffn/tp] between them so each mapping's forward and backward carries
     values that depend on the parameters. `contiguous=False` hands every
     mapping a non-contiguous tensor of the same values."""
 
-    def __init__(self, tp, layout, contiguous):
+    def __init__(self, tp, layout, sizes, contiguous):
         super().__init__()
         self.tp, self.sequence_parallel = tp, layout.sp and layout.tp > 1
         self.prepare = (lambda t: t) if contiguous else _noncontiguous
-        self.w1 = torch.nn.Parameter(torch.empty(8 // layout.tp, 4))
-        self.w2 = torch.nn.Parameter(torch.empty(4, 8 // layout.tp))
+        self.w1 = torch.nn.Parameter(torch.empty(sizes.ffn // layout.tp, sizes.hidden))
+        self.w2 = torch.nn.Parameter(torch.empty(sizes.hidden, sizes.ffn // layout.tp))
         for weight, dim in ((self.w1, 0), (self.w2, 1)):
             torch.nn.init.normal_(weight)
             tp.set_tensor_model_parallel_attributes(weight, True, dim, 1)
 
-    def forward(self, x):  # [s, b, 4]: this rank's sequence slice under sp
+    def forward(self, x):  # [s, b, hidden]: this rank's sequence slice under sp
         tp, prepare = self.tp, self.prepare
         F = torch.nn.functional
         if self.sequence_parallel:
             whole = tp.gather_from_sequence_parallel_region(prepare(x))
         else:
             whole = tp.copy_to_tensor_model_parallel_region(prepare(x))
-        column = F.linear(whole, self.w1)  # [s, b, 8/tp]
+        column = F.linear(whole, self.w1)  # [s, b, ffn/tp]
         gathered = tp.gather_from_tensor_model_parallel_region(prepare(column))
         hidden = tp.scatter_to_tensor_model_parallel_region(prepare(gathered * gathered))
-        partial = F.linear(hidden, self.w2)  # [s, b, 4], a partial sum
+        partial = F.linear(hidden, self.w2)  # [s, b, hidden], a partial sum
         if self.sequence_parallel:
             out = tp.reduce_scatter_to_sequence_parallel_region(prepare(partial))
             # Gathered for replicated use (its gradient is whole on every
@@ -295,8 +361,9 @@ class TensorParallelMappings(torch.nn.Module):
 
 def tp_mappings(sequence_parallel=False, contiguous=True):
     tp, layout = _megatron(sequence_parallel)
-    model = TensorParallelMappings(tp, layout, contiguous)
-    return _step(model, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
+    sizes = _sizes()
+    model = TensorParallelMappings(tp, layout, sizes, contiguous)
+    return _step(model, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
 def tp_mappings_sp():
@@ -425,12 +492,15 @@ def mlp_dp():
 
 
 def _transformer_config(layout, **fields):
-    """A tiny TransformerConfig laid out as asked; fields this tree's config
-    does not have are left out (the recipes ask only for defaults there)."""
+    """A TransformerConfig of _sizes() laid out as asked; fields this tree's
+    config does not have are left out (the recipes ask only for defaults
+    there)."""
     from megatron.core.transformer.transformer_config import TransformerConfig
     known = {f.name for f in dataclasses.fields(TransformerConfig)}
-    values = dict(num_layers=1, hidden_size=4, ffn_hidden_size=8,
-                  num_attention_heads=2, tensor_model_parallel_size=layout.tp,
+    sizes = _sizes()
+    values = dict(num_layers=1, hidden_size=sizes.hidden, ffn_hidden_size=sizes.ffn,
+                  num_attention_heads=sizes.heads, tensor_model_parallel_size=layout.tp,
+                  context_parallel_size=layout.cp, expert_model_parallel_size=layout.ep,
                   sequence_parallel=layout.sp and layout.tp > 1,
                   add_bias_linear=True, attention_dropout=0.0, hidden_dropout=0.0,
                   masked_softmax_fusion=False, bias_dropout_fusion=False,
@@ -582,10 +652,13 @@ def _without_apex(make, *args, **kwargs):
         raise
 
 
-def _hidden(layout, sequence=4, batch=2, hidden=4):
-    """The activation [sequence, batch, hidden] given to a layer: this rank's
-    sequence slice under sequence parallelism."""
-    return _sequence_slice(torch.randn(sequence, batch, hidden), layout)
+def _hidden(layout, batch=None):
+    """The activation [sequence, batch, hidden] of _sizes() given to a layer:
+    this rank's sequence slice under sequence parallelism."""
+    sizes = _sizes()
+    if batch is not None:
+        sizes = dataclasses.replace(sizes, batch=batch)
+    return _sequence_slice(_activation(sizes), layout)
 
 
 def self_attention(sequence_parallel=False):
@@ -594,9 +667,9 @@ def self_attention(sequence_parallel=False):
     PyTorch), RowParallelLinear output projection."""
     _, layout = _megatron(sequence_parallel)
     spec = _local_layer_spec().submodules.self_attention
-    config = _transformer_config(layout, **_LAYER_SIZES)
+    config = _transformer_config(layout)
     attention = _build(spec, config=config, layer_number=1)
-    hidden = _hidden(layout, sequence=4, batch=2, hidden=config.hidden_size)
+    hidden = _hidden(layout)
     return _step(attention, (hidden, None), layout)
 
 
@@ -612,17 +685,19 @@ def self_attention_sp():
 # and the layer is trained under Megatron's DDP (_moe_step).
 
 
-def _moe_config(layout, dispatcher="alltoall", num_experts=4, topk=2, **extra):
+def _moe_config(layout, dispatcher="alltoall", num_experts=None, topk=2, **extra):
     """The MoE layers' TransformerConfig; options a 2023 tree's config does
     not have yet (top-k, dispatchers: it routes top-1) are left out."""
     from megatron.core.transformer.transformer_config import TransformerConfig
     known = {f.name for f in dataclasses.fields(TransformerConfig)}
     if "num_moe_experts" not in known:
         raise ComponentAbsent("this Megatron tree's TransformerConfig has no num_moe_experts")
+    sizes = _sizes().moe(layout.tp)
     values = dict(
-        num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=4,
-        tensor_model_parallel_size=layout.tp, expert_model_parallel_size=layout.ep,
-        sequence_parallel=layout.tp > 1, num_moe_experts=num_experts,
+        num_layers=1, hidden_size=sizes.hidden, ffn_hidden_size=sizes.ffn,
+        num_attention_heads=sizes.heads, tensor_model_parallel_size=layout.tp,
+        expert_model_parallel_size=layout.ep, sequence_parallel=layout.tp > 1,
+        num_moe_experts=num_experts or sizes.experts,
         moe_router_topk=topk, moe_token_dispatcher_type=dispatcher,
         moe_aux_loss_coeff=0.0, add_bias_linear=False)
     values.update(extra)
@@ -641,11 +716,11 @@ def _moe_step(layout, build, sequence_parallel=None):
     Megatron's DDP as in training (dense parameters averaged over the
     data-parallel group, which holds the expert-parallel ranks, expert
     parameters over the expert-data-parallel group, by finalize_model_grads),
-    this rank's tokens of a [sequence 4, batch 2, hidden 4] batch, a
+    this rank's tokens of a [sequence, batch, hidden] batch of _sizes(), a
     batch-mean loss, expert names mapped."""
     # The batch comes first: symbolic inputs are matched to the reference's
     # by creation order, and a rank builds fewer experts than the reference.
-    x = torch.randn(4, 2, 4)  # [sequence, batch, hidden]
+    x = _activation(_sizes().moe(layout.tp))
     layer, config = build()
     if sequence_parallel is None:
         sequence_parallel = layout.tp > 1  # MoE with TP needs SP (since 2024)
@@ -728,7 +803,7 @@ class RouterOutput(torch.nn.Module):
 
 def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
     """Megatron's TopKRouter on this rank's tokens: the gating linear, the
-    score function and the top-k choice of experts, replayed (_ROUTING),
+    score function and the top-k choice of experts, replayed (_routing),
     with the auxiliary losses asked for: their gradients reach the gating
     weight through the tree's own loss hooks."""
     _, layout = _megatron()
@@ -751,7 +826,7 @@ def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
         for name, value in losses.items():  # the config checks them against the dispatcher
             setattr(config, name, value)
         module = RouterOutput(router_class(config=config, **extra))
-        _replay_routing(layout, config, torch.tensor(_ROUTING))
+        _replay_routing(layout, config, _routing(config.moe_router_topk))
         return module, config
     return _moe_step(layout, build)
 
@@ -782,14 +857,11 @@ def transformer_layer(sequence_parallel=False):
     (as in self_attention), bias-dropout-add, layer norm, MLP."""
     _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
-    config = _transformer_config(layout, **_LAYER_SIZES)
+    config = _transformer_config(layout)
     layer = _build(_local_layer_spec(), config=config, layer_number=1)
-    hidden = _hidden(layout, sequence=4, batch=2, hidden=config.hidden_size)
+    hidden = _hidden(layout)
     return _step(layer, (hidden, None), layout)
 
-
-# Hidden 4, 2 heads of 2 channels (one head per rank at tp=2).
-_LAYER_SIZES = dict(hidden_size=4, num_attention_heads=2, ffn_hidden_size=8)
 
 
 def transformer_layer_sp():
@@ -837,13 +909,19 @@ def _replay_top_k(routing):
         module.torch = _TorchReplayingTopK(routing)
 
 
-# Expert ids per token of the global batch [sequence 4, batch 2, top-2]: every
-# expert gets tokens from both halves of the batch, in uneven numbers.
-_ROUTING = [[[0, 2], [1, 3]], [[3, 0], [2, 1]], [[1, 2], [0, 1]], [[2, 3], [3, 0]]]
+def _routing(topk):
+    """Expert ids [sequence, batch, topk] per token of the global batch of
+    _sizes(): distinct per token, every expert getting tokens from every
+    slice of the batch, in uneven numbers."""
+    sizes = _sizes()
+    tokens = torch.arange(sizes.sequence * sizes.batch)
+    experts = sizes.experts
+    choices = [(3 * tokens + k * (1 + tokens % (experts - 1))) % experts for k in range(topk)]
+    return torch.stack(choices, dim=-1).reshape(sizes.sequence, sizes.batch, topk)
 
 
 def moe_layer_replay(dispatcher="alltoall"):
-    """moe_layer with its routing replayed (`_ROUTING`): the dispatch, the
+    """moe_layer with its routing replayed (`_routing`): the dispatch, the
     experts and the combine for that routing, with the router's gating and
     probabilities (and their gradients) symbolic: through the tree's
     RouterReplay where it has one, else by answering its topk
@@ -855,7 +933,7 @@ def moe_layer_replay(dispatcher="alltoall"):
 
     def build():
         layer, config = _moe_layer(layout, dispatcher, **replay)
-        _replay_routing(layout, config, torch.tensor(_ROUTING))
+        _replay_routing(layout, config, _routing(config.moe_router_topk))
         return layer, config
     return _moe_step(layout, build)
 
@@ -865,22 +943,24 @@ def moe_layer_replay_allgather():
 
 
 def gpt_model(sequence_parallel=False):
-    """GPTModel from the tree's local layer spec, tiny: 2 layers, vocabulary
-    16, hidden 4 (_LAYER_SIZES), learned absolute positions; with labels it returns the
-    per-token loss (vocab_parallel_cross_entropy over the vocab-parallel
-    output layer). Sequence 4, batch 2."""
+    """GPTModel from the tree's local layer spec at _sizes(): 2 layers,
+    learned absolute positions; with labels it returns the per-token loss
+    (vocab_parallel_cross_entropy over the vocab-parallel output layer)."""
     _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
     _transformer_engine_wrappers()
     from megatron.core.models.gpt import gpt_model as gpt_module
-    config = _transformer_config(layout, **dict(_LAYER_SIZES, num_layers=2))
+    config = _transformer_config(layout, num_layers=2)
+    sizes = _sizes()
     model = _without_apex(
         _component(gpt_module, "GPTModel"), config=config,
-        transformer_layer_spec=_local_layer_spec(), vocab_size=16, max_sequence_length=4,
-        parallel_output=True, position_embedding_type="learned_absolute")
-    tokens = torch.tensor([[1, 9, 4, 14], [12, 3, 7, 0]])  # [batch, sequence]
-    positions = torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]])
-    labels = torch.tensor([[9, 4, 14, 2], [3, 7, 0, 15]])
+        transformer_layer_spec=_local_layer_spec(), vocab_size=sizes.vocab,
+        max_sequence_length=sizes.sequence, parallel_output=True,
+        position_embedding_type="learned_absolute")
+    shape = (sizes.batch, sizes.sequence)
+    tokens = _token_ids(shape, sizes.vocab)
+    positions = torch.arange(sizes.sequence).expand(*shape).contiguous()
+    labels = _token_ids(shape, sizes.vocab, offset=1)
     return _step(GPTStep(model), (tokens, positions, labels), layout)
 
 
@@ -921,7 +1001,8 @@ def _training_arguments(global_vars, **values):
     import types
     defaults = dict(swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
                     bias_gelu_fusion=False, normalization="LayerNorm", norm_epsilon=1e-5,
-                    apply_layernorm_1p=False, hidden_size=4, sequence_parallel=False,
+                    apply_layernorm_1p=False, hidden_size=_sizes().hidden,
+                    sequence_parallel=False,
                     moe_router_topk=1)
     global_vars.set_args(types.SimpleNamespace(**dict(defaults, **values)))
 
@@ -929,7 +1010,7 @@ def _training_arguments(global_vars, **values):
 def switch_mlp(sequence_parallel=True):
     """The legacy SwitchMLP: top-1 routing after sinkhorn load balancing,
     experts as ParallelMLPs, under Megatron's DDP; its routing replayed
-    (_ROUTING's first choice per token). It reads Megatron's global training
+    (_routing's first choice per token). It reads Megatron's global training
     arguments, which the recipe sets. Sequence parallelism on with tensor
     parallelism unless `sequence_parallel` is False."""
     _, layout = _megatron()
@@ -943,7 +1024,7 @@ def switch_mlp(sequence_parallel=True):
 
     def build():
         layer = PreNormMLP(_legacy_norm(config, global_vars), switch_class(config))
-        _replay_argmax(legacy, torch.tensor(_ROUTING)[..., :1], layout,
+        _replay_argmax(legacy, _routing(1), layout,
                        config.sequence_parallel)
         layer.local_expert_indices = layer.mlp.local_expert_indices
         return layer, config
@@ -1022,11 +1103,12 @@ def legacy_norm(normalization="RMSNorm"):
         raise ComponentAbsent("this Megatron tree's legacy model has no get_norm")
     _training_arguments(global_vars, normalization=normalization,
                         sequence_parallel=layout.tp > 1)
-    config = types.SimpleNamespace(hidden_size=4, layernorm_epsilon=1e-5,
+    sizes = _sizes()
+    config = types.SimpleNamespace(hidden_size=sizes.hidden, layernorm_epsilon=1e-5,
                                    persist_layer_norm=False,
                                    sequence_parallel=layout.tp > 1)
     norm = _without_apex(utils.get_norm, config)
-    return _step(norm, (_sequence_slice(torch.randn(4, 2, 4), layout),), layout)
+    return _step(norm, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
 # ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
@@ -1092,12 +1174,13 @@ def mla_self_attention(sequence_parallel=False):
             and not _accepts(core, "k_channels"):
         spec.submodules.core_attention = _with_channel_sizes(core)
     known = {f.name for f in dataclasses.fields(transformer_config.MLATransformerConfig)}
-    values = dict(num_layers=1, hidden_size=4, num_attention_heads=2,
+    sizes = _sizes()
+    values = dict(num_layers=1, hidden_size=sizes.hidden, num_attention_heads=sizes.heads,
                   tensor_model_parallel_size=layout.tp,
                   sequence_parallel=layout.sp and layout.tp > 1,
                   multi_latent_attention=True, q_lora_rank=None, kv_lora_rank=2,
                   qk_head_dim=1, qk_pos_emb_head_dim=2, v_head_dim=1, kv_channels=1,
-                  max_position_embeddings=4,  # early MLA ropes the whole table
+                  max_position_embeddings=sizes.sequence,  # early MLA ropes the whole table
                   rope_type="rope", normalization="LayerNorm",
                   add_bias_linear=False, attention_dropout=0.0, hidden_dropout=0.0,
                   masked_softmax_fusion=False, apply_rope_fusion=False,
@@ -1112,7 +1195,7 @@ def mla_self_attention(sequence_parallel=False):
         raise ComponentAbsent(f"this Megatron tree's MLA passes Transformer Engine's "
                               f"parallel_mode to its local spec's linear layers ({e}): "
                               "its MLA needs Transformer Engine") from e
-    hidden = _hidden(layout, sequence=4, batch=1, hidden=config.hidden_size)
+    hidden = _hidden(layout, batch=1)
     return _step(attention, (hidden, None), layout)
 
 

@@ -98,3 +98,37 @@ TEST(MegatronScan, EveryRowIsProvedAbsentOrAKnownUpstreamBug) {
           << "a finding points into shardproof's own recipe: " << file;
   }
 }
+
+// Recipes are built from the asked configuration at sizes that scale with it
+// (integrations/megatron/recipes.py: Sizes): any degree the tree accepts is
+// checked, one it refuses is absent in the tree's own words.
+struct Configuration {
+  std::vector<std::string> arguments; // after --entry
+  std::string expected;               // in the output
+};
+
+class MegatronConfigurations : public ::testing::TestWithParam<Configuration> {};
+
+TEST_P(MegatronConfigurations, CheckedAtTheirSizesOrRefusedByTheTree) {
+  const char *root = std::getenv("MEGATRON_ROOT");
+  if (!root)
+    GTEST_SKIP() << "set MEGATRON_ROOT to a Megatron-LM checkout to run this";
+  std::vector<std::string> args{"check", root, "--framework", "megatron", "--entry"};
+  args.insert(args.end(), GetParam().arguments.begin(), GetParam().arguments.end());
+  auto r = run_cli(args);
+  EXPECT_NE((r.out + r.err).find(GetParam().expected), std::string::npos) << r.out << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Megatron, MegatronConfigurations,
+    ::testing::Values(
+        Configuration{{"gpt_model", "--tp", "4"}, "--world 4: proved ("},
+        Configuration{{"transformer_layer", "--tp", "4", "--sp"}, "--world 4: proved ("},
+        Configuration{{"moe_layer_replay", "--tp", "2", "--ep", "2", "--sp"},
+                      "--world 4: proved ("},
+        Configuration{{"vocab_parallel_cross_entropy", "--tp", "4"}, "--world 4: proved ("},
+        // The local attention core has no context parallelism: the tree says so.
+        Configuration{{"self_attention", "--tp", "2", "--cp", "2"},
+                      "absent: this tree does not build self_attention() with this "
+                      "parallel configuration: AssertionError: Context parallelism is "
+                      "only supported by TEDotProductAttention!"}));

@@ -395,7 +395,7 @@ def _run_rank(path, func, world, rank):
     except BaseException as e:  # the user's code raised: report it, do not crash
         if os.environ.get("SHARDPROOF_TRACEBACK"):  # for shardproof's developers
             traceback.print_exception(e, file=sys.__stderr__)
-        file, line = _user_frame(e.__traceback__, path)
+        file, line = getattr(e, "loc", None) or _user_frame(e.__traceback__, path)
         if _Phase.current == f"{func}()" and _rejects_configuration(e, file):
             return ("absent", file, line, f"this tree does not build {func}() with this "
                     f"parallel configuration: {type(e).__name__}: {e}")

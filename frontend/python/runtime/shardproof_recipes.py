@@ -59,6 +59,17 @@ def parse(text):
     return Parallel(**fields)
 
 
+def asked():
+    """The layout the target asked for, the same in every run of it: the
+    single-device reference sees the ranks' layout here (where parallel()
+    gives it one device), so it can build the component at their sizes."""
+    text = os.environ.get("SHARDPROOF_PARALLEL")
+    if text:
+        return parse(text)
+    return Parallel(tp=int(os.environ.get("SHARDPROOF_WORLD")
+                           or torch.distributed.get_world_size()))
+
+
 def parallel():
     """The layout asked for, checked against the simulated world."""
     world = torch.distributed.get_world_size()

@@ -145,3 +145,43 @@ def all_to_all_on_gloo():
             dist.all_to_all(received, sends, group=group)
             return torch.cat(received, dim=0)
     return OnGloo(), (_slice(torch.randn(4, 8)),)
+
+
+def _uneven_rows(world):
+    """Rank r's rows of a batch when rank r holds r + 1 of them (an MoE
+    dispatcher's per-rank token counts): (start, count) per rank."""
+    starts = [sum(range(1, r + 1)) for r in range(world)]
+    return [(start, r + 1) for r, start in enumerate(starts)]
+
+
+class UnevenGather(torch.nn.Module):
+    """Every rank reduce-scatters its (replicated) batch, divided by the
+    world, into uneven pieces (rank j gets j + 1 rows, summed back to the
+    batch's rows), then all-gathers the uneven pieces: the batch again,
+    rows past the pieces passed through. `receive_even` makes every rank
+    expect one row from each: not what the senders send."""
+
+    def __init__(self, receive_even=False):
+        super().__init__()
+        self.receive_even = receive_even
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        rows = _uneven_rows(world)
+        share = x / world
+        inputs = [share[start:start + count].contiguous() for start, count in rows]
+        mine = torch.empty(rank + 1, x.shape[1])
+        dist.reduce_scatter(mine, inputs)
+        parts = [torch.empty(1 if self.receive_even else count, x.shape[1])
+                 for _, count in rows]
+        dist.all_gather(parts, mine)
+        used = sum(count for _, count in rows)
+        return torch.cat(parts + [x[used:]], dim=0)
+
+
+def uneven_reduce_scatter_then_all_gather():
+    return UnevenGather(), (torch.randn(10, 3),)
+
+
+def uneven_all_gather_wrong_sizes():
+    return UnevenGather(receive_even=True), (torch.randn(10, 3),)

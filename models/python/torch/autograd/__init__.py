@@ -144,9 +144,13 @@ def _validate(cls, index, arg, grad):
         dims = tuple(range(lead)) + tuple(
             lead + i for i, (s, g) in enumerate(zip(shape, gshape[lead:])) if s == 1 and g != 1)
         return (grad.sum(dim=dims, keepdim=True) if dims else grad).reshape(shape)
-    raise RuntimeError(f"Function {cls.__name__}Backward returned an invalid gradient at "
-                       f"index {index} - got {list(gshape)} but expected shape compatible "
-                       f"with {list(shape)}")
+    error = RuntimeError(f"Function {cls.__name__}Backward returned an invalid gradient "
+                         f"at index {index} - got {list(gshape)} but expected shape "
+                         f"compatible with {list(shape)}")
+    code = getattr(cls.backward, "__code__", None)
+    if code is not None:  # raised after it returned: the backward is where to look
+        error.loc = (code.co_filename, code.co_firstlineno)
+    raise error
 
 
 def _zeros_like(t):

@@ -680,13 +680,23 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     outputs = _listed("all_gather", "tensor_list", tensor_list, g)
     _same_dtype("all_gather", outputs, tensor.dtype)
     if any(t.shape != tensor.shape for t in outputs):
-        _tracing.unmodelled("all_gather() into tensors of another shape than the input "
-                            "(uneven all_gather)")
+        return _uneven_all_gather(g, outputs, tensor, async_op)
     flat, node = _issue("all_gather", "sum", g, (tensor,), tensor._a,
                         (g.size(),) + tensor._a.shape, tensor.dtype, local=tensor._a)
     n = tensor._a.size
     return _deliver("all_gather", g, [(t, flat[i * n:(i + 1) * n], node)
                                       for i, t in enumerate(outputs)], async_op)
+
+
+def _uneven_all_gather(g, outputs, tensor, async_op):
+    """all_gather of inputs whose sizes differ by member (MoE dispatchers
+    gather each rank's own number of tokens): an exchange in which every
+    member sends its whole input to every member, member j's landing in
+    outputs[j]; the exchange's sizes are checked against the senders'."""
+    flat_in = np.concatenate([np.asarray(tensor._a).ravel()] * g.size()) \
+        if tensor._a.size else np.asarray([], dtype=object)
+    return _exchange(g, outputs, (tensor,), flat_in, [tensor.numel()] * g.size(),
+                     [t.numel() for t in outputs], (), async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -715,15 +725,36 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _dense("reduce_scatter", output)
     inputs = _listed("reduce_scatter", "input_list", input_list, g)
     _same_dtype("reduce_scatter", inputs, output.dtype)
-    if any(t.shape != output.shape for t in inputs):
-        _tracing.unmodelled("reduce_scatter() of tensors of another shape than the "
-                            "output (uneven reduce_scatter)")
     from .. import cat
     source = cat([t.reshape(-1) for t in inputs]) if len(inputs) > 1 else inputs[0]
     name, values = _reduction("reduce_scatter", op, source, g)
+    if any(t.shape != output.shape for t in inputs):
+        return _uneven_reduce_scatter(g, output, inputs, name, values, async_op)
     flat, node = _issue("reduce_scatter", name, g, tuple(inputs), values,
                         output._a.shape, output.dtype, local=values)
     return _deliver("reduce_scatter", g, [(output, flat, node)], async_op)
+
+
+def _uneven_reduce_scatter(g, output, inputs, name, values, async_op):
+    """reduce_scatter of input lists whose j-th tensor has member j's output
+    size, the sizes differing by member (MoE dispatchers return each rank's
+    own number of tokens): an exchange of inputs[j] to member j, whose sizes
+    are checked against the receivers', then the sum (or mean) of what each
+    member sent, taken here."""
+    if name not in ("sum", "avg") or async_op or any(
+            b.ranks == g.ranks for b in world.coalescing):
+        _tracing.unmodelled(f"uneven reduce_scatter() with op {name}"
+                            + (" asynchronously or coalesced" if name in ("sum", "avg")
+                               else ""))
+    from .. import empty_like
+    received = [empty_like(output) for _ in range(g.size())]
+    _exchange(g, received, tuple(inputs), values, [t.numel() for t in inputs],
+              [output.numel()] * g.size(), (), False)
+    total = received[0]
+    for part in received[1:]:
+        total = total + part
+    output.copy_(total / g.size() if name == "avg" else total)
+    return None
 
 
 def _split_sizes(sizes, rows, g, what):
