@@ -693,6 +693,10 @@ def _uneven_all_gather(g, outputs, tensor, async_op):
     gather each rank's own number of tokens): an exchange in which every
     member sends its whole input to every member, member j's landing in
     outputs[j]; the exchange's sizes are checked against the senders'."""
+    if tensor.dim() == 0 or any(t.dim() != tensor.dim() or t.shape[1:] != tensor.shape[1:]
+                                for t in outputs):
+        _tracing.unmodelled("all_gather() into tensors that differ from the input "
+                            "beyond their first dimension")
     flat_in = np.concatenate([np.asarray(tensor._a).ravel()] * g.size()) \
         if tensor._a.size else np.asarray([], dtype=object)
     return _exchange(g, outputs, (tensor,), flat_in, [tensor.numel()] * g.size(),
