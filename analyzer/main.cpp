@@ -119,6 +119,15 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(1, 64));
   check->add_flag("--sp", sequence_parallel,
                   "sequence parallelism on (with --framework)");
+  std::vector<std::string> recipe_options;
+  check
+      ->add_option("--option", recipe_options,
+                   "a model option of the recipe, NAME=VALUE (with --framework; "
+                   "`scan ROOT --list` shows each recipe's)")
+      ->type_name("NAME=VALUE");
+  bool list_only = false;
+  scan->add_flag("--list", list_only,
+                 "print the (recipe, layout and options) rows the scan runs, and stop");
 
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
@@ -158,7 +167,8 @@ int main(int argc, char **argv) {
   frontend::RecipeRequest request{.framework = framework,
                                   .entry = recipe,
                                   .axes = axes,
-                                  .sequence_parallel = sequence_parallel};
+                                  .sequence_parallel = sequence_parallel,
+                                  .options = recipe_options};
   if (*scan) {
     if (request.framework.empty())
       request.framework = frontend::detect_framework(scan_root);
@@ -186,12 +196,18 @@ int main(int argc, char **argv) {
       return 2;
     }
   } else if (!recipe.empty() || request.layout_given()) {
-    std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp and --sp go with "
-                 "--framework\n";
+    std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp, --sp and --option "
+                 "go with --framework\n";
     return 2;
   } else {
     for (const auto &t : targets)
       runs.push_back(analyzer::parse_target(t));
+  }
+
+  if (list_only) {
+    for (const auto &run : runs)
+      std::cout << fmt::format("{} [{}]\n", run.function, run.layout);
+    return 0;
   }
 
   analyzer::SessionOptions options;
@@ -215,13 +231,15 @@ int main(int argc, char **argv) {
     std::cerr << "shardproof: " << e.what() << "\n";
     return 2;
   }
+  // An internal error in one target is that target's error: the others (a
+  // scan's rows) are still checked and reported.
   std::vector<analyzer::TargetResult> results;
-  try {
-    for (const auto &run : runs)
+  for (const auto &run : runs) {
+    try {
       results.push_back(analyzer::check_target(run, options));
-  } catch (const std::exception &e) {
-    std::cerr << "shardproof: internal error: " << e.what() << "\n";
-    return 2;
+    } catch (const std::exception &e) {
+      results.push_back(analyzer::internal_error(run, options, e.what()));
+    }
   }
   if (format == "json")
     analyzer::write_json(std::cout, results);

@@ -125,6 +125,19 @@ std::unique_ptr<frontend::Frontend> frontend_for(const Target &) {
 }
 } // namespace
 
+TargetResult internal_error(const Target &target, const SessionOptions &options,
+                            std::string_view what) {
+  TargetResult result;
+  result.target = target;
+  result.world = target.world.value_or(options.world);
+  result.failure = frontend::TraceFailure{
+      .kind = frontend::TraceFailure::Kind::BadInput,
+      .message = fmt::format("shardproof internal error (a bug of shardproof's, not of "
+                             "this code): {}",
+                             what)};
+  return result;
+}
+
 TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TargetResult result;

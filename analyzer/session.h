@@ -68,6 +68,10 @@ struct TargetResult {
 // and runs the checks. A target's own world (a recipe's layout) overrides
 // options.world.
 TargetResult check_target(const Target &target, const SessionOptions &options);
+// The result of a target whose check failed inside shardproof (`what`): an
+// error verdict, never a proof, naming it as shardproof's own bug.
+TargetResult internal_error(const Target &target, const SessionOptions &options,
+                            std::string_view what);
 
 // 2 usage or internal error, 1 an error-severity finding, 3 something could
 // not be proved, 0 everything proved.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 namespace shardproof::frontend {
@@ -117,7 +118,8 @@ int layout_world(const std::string &layout) {
   std::stringstream items(layout);
   for (std::string item; std::getline(items, item, ',');) {
     auto eq = item.find('=');
-    if (eq != std::string::npos && item.substr(0, eq) != "sp")
+    static const std::set<std::string> axes{"tp", "cp", "ep", "dp", "pp"};
+    if (eq != std::string::npos && axes.contains(item.substr(0, eq)))
       world *= std::max(1, std::atoi(item.c_str() + eq + 1));
   }
   return world;
@@ -183,9 +185,8 @@ std::string detect_framework(const std::string &root) {
 }
 
 bool RecipeRequest::layout_given() const {
-  return sequence_parallel || std::any_of(axes.begin(), axes.end(), [](const auto &axis) {
-           return axis.second > 0;
-         });
+  return sequence_parallel || !options.empty() ||
+         std::any_of(axes.begin(), axes.end(), [](const auto &axis) { return axis.second > 0; });
 }
 
 Target recipe_target(const RecipeRequest &request) {
@@ -199,6 +200,8 @@ Target recipe_target(const RecipeRequest &request) {
     for (const auto &[axis, size] : axes)
       layout += fmt::format("{}={},", axis, std::max(size, 1));
     layout += request.sequence_parallel ? "sp=1" : "sp=0";
+    for (const auto &option : request.options)
+      layout += "," + option;
   }
   return recipe_row(request.root, request.framework, request.entry, layout);
 }

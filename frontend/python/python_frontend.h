@@ -37,7 +37,9 @@ struct RecipeRequest {
   // Parallel sizes by axis (tp, cp, ep, dp, pp); 0 = not given.
   std::map<std::string, int> axes;
   bool sequence_parallel = false;
-  // Whether any axis or --sp was given: otherwise the recipe's own world.
+  // The recipe's model options, "NAME=VALUE" (--option bias=0).
+  std::vector<std::string> options;
+  // Whether any axis, --sp or option was given: otherwise the recipe's own world.
   bool layout_given() const;
 };
 Target recipe_target(const RecipeRequest &request);

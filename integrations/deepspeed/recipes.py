@@ -32,7 +32,8 @@ import sys
 
 import torch
 
-from shardproof_recipes import ComponentAbsent, RecipeError, asked, framework_root, parallel
+from shardproof_recipes import (ComponentAbsent, RecipeError, asked, covering,
+                                framework_root, option, options, parallel, variant)
 
 
 def _requirements(root):
@@ -166,10 +167,12 @@ def _sizes():
     return Sizes(sequence=max(4, 2 * sp), heads=max(4, 2 * sp))
 
 
-def ulysses_attention(batch=2, batch_first=False):
+@options(batch=(2, 1), batch_first=(0, 1))
+def ulysses_attention():
     """Ulysses attention on q, k, v [seq, batch, heads, head_dim] ([batch,
     seq, ...] when `batch_first`); each rank gets its slice of the sequence
     and returns its slice of the output."""
+    batch, batch_first = option("batch"), bool(option("batch_first"))
     model, group, layout, sp = _distributed_attention(batch_first)
     sizes = _sizes()
     shape = (batch, sizes.sequence, sizes.heads, sizes.head_dim) if batch_first \
@@ -180,15 +183,11 @@ def ulysses_attention(batch=2, batch_first=False):
             "tensor_parallel_group": group}
 
 
-def ulysses_attention_batch1():
-    """Sequence-first with a batch of one: the only batch size trees before
-    DeepSpeed's fix of batch > 1 (#5823, Aug 2024) handle."""
-    return ulysses_attention(batch=1)
-
-
-def ulysses_attention_batch_first():
-    """Batch-first q, k, v [batch, seq, heads, head_dim] (batch_dim_idx 0)."""
-    return ulysses_attention(batch_first=True)
+# Sequence-first with a batch of one: the only batch size trees before
+# DeepSpeed's fix of batch > 1 (#5823, Aug 2024) handle.
+ulysses_attention_batch1 = variant(ulysses_attention, batch=1)
+# Batch-first q, k, v [batch, seq, heads, head_dim] (batch_dim_idx 0).
+ulysses_attention_batch_first = variant(ulysses_attention, batch_first=1)
 
 
 def _layer_input(sizes, batch, batch_first):
@@ -218,13 +217,15 @@ class UlyssesLayer(torch.nn.Module):
         return self.dense(context.reshape(*x.shape[:2], self.heads * self.head_dim))
 
 
-def ulysses_attention_layer(batch=2, batch_first=True):
+@options(batch=(2, 1), batch_first=(1, 0))
+def ulysses_attention_layer():
     """UlyssesLayer on x [batch, seq, hidden] (batch-first: the layout the
     newest trees handle for any batch size); each rank gets its slice of the
     sequence. After backward, every weight's gradient is all-reduced (summed)
     over the sequence-parallel group through deepspeed.comm: what DeepSpeed's
     engine does for the ranks of a sequence-parallel group, which hold
     replicas of the weights (the loss here is a sum over the sequence)."""
+    batch, batch_first = option("batch"), bool(option("batch_first"))
     attention, group, layout, sp = _distributed_attention(batch_first)
     from deepspeed import comm as dist
     sizes = _sizes()
@@ -349,7 +350,8 @@ def _gather_zero_gradients(optimizer, dist):
             offset += p.numel()
 
 
-def ulysses_engine(stage=0):
+@options(stage=(0, 1))
+def ulysses_engine():
     """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
     an SGD optimizer, ZeRO `stage`, fp32, and a SequenceParallelMPU): each
     rank takes its data-parallel slice of the batch and its
@@ -361,7 +363,10 @@ def ulysses_engine(stage=0):
     the data-parallel ones. Batch-first q, k, v where the tree takes
     batch_dim_idx (batch 2); older trees' all-to-all handles a
     sequence-first batch of one only, so there each data-parallel rank gets
-    one sequence."""
+    one sequence. Under ZeRO stage 1 the engine's reduction is the
+    optimizer's reduce_gradients, and the gradients checked are the
+    partitions it keeps for step(), gathered (_gather_zero_gradients)."""
+    stage = option("stage")
     deepspeed, dist = _deepspeed()
     from deepspeed.sequence import layer
     if not hasattr(layer, "DistributedAttention"):
@@ -401,19 +406,14 @@ def ulysses_engine(stage=0):
             "tensor_parallel_group": mpu.sp_group, "data_parallel_group": mpu.dp_group}
 
 
-def ulysses_engine_zero1():
-    """ulysses_engine under ZeRO stage 1: the engine's reduction is the
-    optimizer's reduce_gradients, and the gradients checked are the
-    partitions it keeps for step(), gathered (_gather_zero_gradients)."""
-    return ulysses_engine(stage=1)
+ulysses_engine_zero1 = variant(ulysses_engine, stage=1)
 
 
-# ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
-# 2-way sequence parallelism; the layer also with 2-way data parallelism.
+# ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
+# 2-way sequence parallelism, the layer and the engine also with 2-way data
+# parallelism; every option pairwise (shardproof_recipes.covering).
 SCAN = [
-    ("ulysses_attention", "tp=2"),
-    ("ulysses_attention_batch1", "tp=2"),
-    ("ulysses_attention_batch_first", "tp=2"),
-    ("ulysses_attention_layer", "tp=2"),
-    ("ulysses_attention_layer", "tp=2,dp=2"),
+    *covering(ulysses_attention, ("tp=2",)),
+    *covering(ulysses_attention_layer, ("tp=2", "tp=2,dp=2")),
+    *covering(ulysses_engine, ("tp=2", "tp=2,dp=2")),
 ]

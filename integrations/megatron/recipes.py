@@ -16,12 +16,14 @@ import os
 
 import torch
 
-from shardproof_recipes import ComponentAbsent, RecipeError, asked, framework_root, parallel
+from shardproof_recipes import (ComponentAbsent, RecipeError, asked, covering,
+                                framework_root, option, options, parallel, variant)
 
 
-def _megatron(sequence_parallel=False):
+def _megatron(sequence_parallel=False, expert_tensor_parallel=None):
     """Megatron's own parallel state on the simulated world, laid out as asked
-    (tensor parallelism over the world by default). Returns
+    (tensor parallelism over the world by default), experts tensor-parallel
+    over `expert_tensor_parallel` ranks (tp when None). Returns
     (tensor_parallel module, layout) with layout.sp also set by `sequence_parallel`."""
     framework_root("MEGATRON_ROOT", os.path.join("megatron", "core"), "Megatron-LM")
     from megatron.core import parallel_state
@@ -30,23 +32,26 @@ def _megatron(sequence_parallel=False):
     if sequence_parallel and not layout.sp:
         layout = dataclasses.replace(layout, sp=True)
     parallel_state.initialize_model_parallel(**_parallel_sizes(
-        parallel_state.initialize_model_parallel, layout))
+        parallel_state.initialize_model_parallel, layout, expert_tensor_parallel))
     # The RNG tracker Megatron's weight initialisers fork from.
     tensor_parallel.model_parallel_cuda_manual_seed(1234)
     return tensor_parallel, layout
 
 
-def _parallel_sizes(initialize, layout):
+def _parallel_sizes(initialize, layout, expert_tensor_parallel=None):
     """initialize_model_parallel's size arguments for `layout`; an axis this
     tree cannot parallelise (2023 trees have no context or expert
-    parallelism) is absent from it, not an error, when asked for."""
+    parallelism, 2024 trees no expert tensor parallelism of its own) is
+    absent from it, not an error, when asked for."""
     sizes = {"tensor_model_parallel_size": layout.tp,
              "pipeline_model_parallel_size": layout.pp,
              "context_parallel_size": layout.cp,
              "expert_model_parallel_size": layout.ep}
+    if expert_tensor_parallel not in (None, layout.tp):
+        sizes["expert_tensor_parallel_size"] = expert_tensor_parallel
     missing = [name for name, size in sizes.items() if not _accepts(initialize, name)]
     for name in missing:
-        if sizes.pop(name) > 1:
+        if sizes.pop(name) > 1 or name == "expert_tensor_parallel_size":
             raise ComponentAbsent(f"this Megatron tree's initialize_model_parallel "
                                   f"has no {name}")
     return sizes
@@ -192,13 +197,18 @@ def _sequence_slice(x, layout):
     return _tp_slice(x, layout, 0) if layout.sp else x
 
 
-def column_parallel_linear(sequence_parallel=False, frozen=False):
+@options(bias=(1, 0), gather_output=(0, 1), frozen=(0, 1))
+def column_parallel_linear(sequence_parallel=False):
+    """ColumnParallelLinear; `frozen`: its weight does not require grad (a
+    frozen backbone, LoRA), so the tree's frozen-weight linear function
+    computes the input gradient."""
     tp, layout = _megatron(sequence_parallel)
     sizes = _sizes()
     layer = _tp_layer(
         tp, "ColumnParallelLinear", sizes.hidden, sizes.ffn, layout=layout,
-        init_method=torch.nn.init.normal_, bias=True, gather_output=False)
-    if frozen:  # a frozen backbone (LoRA): only the input and the bias get gradients
+        init_method=torch.nn.init.normal_, bias=bool(option("bias")),
+        gather_output=bool(option("gather_output")))
+    if option("frozen"):  # only the input and the bias get gradients
         layer.weight.requires_grad_(False)
     return _step(layer, (_sequence_slice(_activation(sizes), layout),), layout)
 
@@ -207,25 +217,27 @@ def column_parallel_linear_sp():
     return column_parallel_linear(sequence_parallel=True)
 
 
-def column_parallel_linear_frozen():
-    """ColumnParallelLinear whose weight does not require grad: the tree's
-    frozen-weight linear function then computes the input gradient."""
-    return column_parallel_linear(frozen=True)
+column_parallel_linear_frozen = variant(column_parallel_linear, frozen=1)
 
 
 def column_parallel_linear_frozen_sp():
-    return column_parallel_linear(sequence_parallel=True, frozen=True)
+    return column_parallel_linear_frozen(sequence_parallel=True)
 
 
+@options(bias=(1, 0), input_is_parallel=(1, 0), skip_bias_add=(0, 1))
 def row_parallel_linear(sequence_parallel=False):
+    """RowParallelLinear; its input is this rank's slice of the activation,
+    or (input_is_parallel=0) the whole activation, which the layer scatters."""
     tp, layout = _megatron(sequence_parallel)
     sizes = _sizes()
     layer = _tp_layer(
         tp, "RowParallelLinear", sizes.ffn, sizes.hidden, layout=layout,
-        init_method=torch.nn.init.normal_, bias=True, input_is_parallel=True,
-        skip_bias_add=False)
-    x = _activation(sizes, sizes.ffn)  # the full activation; this rank gets its slice
-    return _step(layer, (_tp_slice(x, layout, -1),), layout)
+        init_method=torch.nn.init.normal_, bias=bool(option("bias")),
+        input_is_parallel=bool(option("input_is_parallel")),
+        skip_bias_add=bool(option("skip_bias_add")))
+    x = _activation(sizes, sizes.ffn)  # the full activation
+    return _step(layer, (_tp_slice(x, layout, -1) if option("input_is_parallel") else x,),
+                 layout)
 
 
 def row_parallel_linear_sp():
@@ -242,7 +254,14 @@ def vocab_parallel_embedding():
     return _step(embedding, (tokens,), dataclasses.replace(layout, sp=False))
 
 
-def mlp(gated=False):
+@options(gated=(0, 1), bias=(1, 0))
+def mlp():
+    """Megatron's MLP (fc1 column-parallel, fc2 row-parallel); `gated`: a
+    gated linear unit (SwiGLU), fc1's shards interleaving gate and up."""
+    return _mlp(gated=bool(option("gated")), bias=bool(option("bias")))
+
+
+def _mlp(gated, bias):
     tp, layout = _megatron()
     sizes = _sizes()
     from megatron.core.transformer import mlp as mlp_module
@@ -250,7 +269,7 @@ def mlp(gated=False):
     config = TransformerConfig(
         num_layers=1, hidden_size=sizes.hidden, ffn_hidden_size=sizes.ffn,
         num_attention_heads=sizes.heads, tensor_model_parallel_size=layout.tp,
-        add_bias_linear=True, gated_linear_unit=gated,
+        add_bias_linear=bias, gated_linear_unit=gated,
         sequence_parallel=layout.sp and layout.tp > 1)
     submodules = _component(mlp_module, "MLPSubmodules")(
         linear_fc1=tp.ColumnParallelLinear, linear_fc2=tp.RowParallelLinear)
@@ -263,19 +282,22 @@ def mlp(gated=False):
     return _step(layer, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
-def mlp_swiglu():
-    return mlp(gated=True)
+mlp_swiglu = variant(mlp, gated=1)
 
 
-def vocab_parallel_cross_entropy(sequence_parallel=False, label_smoothing=0.0):
+@options(label_smoothing=("off", "on"))
+def vocab_parallel_cross_entropy(sequence_parallel=False):
     """The GPT loss head: a ColumnParallelLinear output layer gives this
     rank's vocabulary shard of the logits, and the tree's
     tensor_parallel.vocab_parallel_cross_entropy turns them into per-token
     losses (max, predicted logit and normaliser all-reduced over the group;
-    its own backward). Targets hit both vocabulary shards."""
+    its own backward). Targets hit both vocabulary shards. Label smoothing
+    (0.1 when on) averages the log-probabilities over the whole vocabulary,
+    every rank's shard."""
     tp, layout = _megatron(sequence_parallel)
     cross_entropy = _component(tp, "vocab_parallel_cross_entropy")
     smoothing = {}
+    label_smoothing = 0.1 if option("label_smoothing") == "on" else 0.0
     if label_smoothing:
         if not _accepts(cross_entropy, "label_smoothing"):
             raise ComponentAbsent("this Megatron tree's vocab_parallel_cross_entropy has no "
@@ -304,10 +326,8 @@ def vocab_parallel_cross_entropy_sp():
     return vocab_parallel_cross_entropy(sequence_parallel=True)
 
 
-def vocab_parallel_cross_entropy_label_smoothing():
-    """The loss head with label smoothing 0.1: the smoothing term averages
-    the log-probabilities over the whole vocabulary, every rank's shard."""
-    return vocab_parallel_cross_entropy(label_smoothing=0.1)
+vocab_parallel_cross_entropy_label_smoothing = variant(vocab_parallel_cross_entropy,
+                                                      label_smoothing="on")
 
 
 # ---- The tensor-parallel mappings themselves (mappings.py) ----
@@ -359,10 +379,11 @@ class TensorParallelMappings(torch.nn.Module):
         return out + out * out  # the same function of the parameters as above
 
 
-def tp_mappings(sequence_parallel=False, contiguous=True):
+@options(contiguous=(1, 0))
+def tp_mappings(sequence_parallel=False):
     tp, layout = _megatron(sequence_parallel)
     sizes = _sizes()
-    model = TensorParallelMappings(tp, layout, sizes, contiguous)
+    model = TensorParallelMappings(tp, layout, sizes, bool(option("contiguous")))
     return _step(model, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
@@ -370,12 +391,11 @@ def tp_mappings_sp():
     return tp_mappings(sequence_parallel=True)
 
 
-def tp_mappings_noncontiguous():
-    return tp_mappings(contiguous=False)
+tp_mappings_noncontiguous = variant(tp_mappings, contiguous=0)
 
 
 def tp_mappings_noncontiguous_sp():
-    return tp_mappings(sequence_parallel=True, contiguous=False)
+    return tp_mappings_noncontiguous(sequence_parallel=True)
 
 
 # ---- Data parallelism: Megatron's DistributedDataParallel and finalize_model_grads ----
@@ -468,14 +488,17 @@ def _ddp_arguments(distributed, ddp_class, config, module, options):
     return (config, module), dict(options, accumulate_allreduce_grads_in_fp32=True)
 
 
+@options(gated=(0, 1), average_in_collective=(0, 1))
 def mlp_ddp():
-    step = mlp()
-    return _ddp_step(step, step["model"].config)
+    """mlp under Megatron's DDP and finalize_model_grads; averaging over the
+    data-parallel group by scaling before a SUM, or (average_in_collective)
+    by an AVG all-reduce."""
+    step = _mlp(gated=bool(option("gated")), bias=True)
+    return _ddp_step(step, step["model"].config,
+                     average_in_collective=bool(option("average_in_collective")))
 
 
-def mlp_ddp_avg():
-    step = mlp()
-    return _ddp_step(step, step["model"].config, average_in_collective=True)
+mlp_ddp_avg = variant(mlp_ddp, average_in_collective=1)
 
 
 def mlp_dp():
@@ -625,11 +648,11 @@ def _local_layer_spec(**options):
     _transformer_engine_wrappers()
     from megatron.core.models.gpt import gpt_layer_specs
     make = _component(gpt_layer_specs, "get_gpt_layer_local_spec")
-    unknown = [k for k in options if not _accepts(make, k)]
+    unknown = [k for k, v in options.items() if v and not _accepts(make, k)]
     if unknown:
-        raise RecipeError(f"this Megatron tree's get_gpt_layer_local_spec has no "
-                          f"option {', '.join(unknown)}")
-    return make(**options)
+        raise ComponentAbsent(f"this Megatron tree's get_gpt_layer_local_spec has no "
+                              f"option {', '.join(unknown)}")
+    return make(**{k: v for k, v in options.items() if v or _accepts(make, k)})
 
 
 def _build(spec, *args, **kwargs):
@@ -661,13 +684,28 @@ def _hidden(layout, batch=None):
     return _sequence_slice(_activation(sizes), layout)
 
 
+# Attention options: key-value groups ("heads": one per head, no GQA; 1: a
+# single group, fewer groups than tensor-parallel ranks; "tp": a group per
+# rank), layer norms of the queries and keys, biases of the linear layers.
+ATTENTION_OPTIONS = dict(kv_groups=("heads", 1, "tp"), qk_layernorm=(0, 1))
+
+
+def _attention_fields(layout):
+    """TransformerConfig fields of the attention options asked for."""
+    groups = {"heads": None, "tp": layout.tp}.get(option("kv_groups"), option("kv_groups"))
+    return {} if groups is None else {"num_query_groups": groups}
+
+
+@options(**ATTENTION_OPTIONS, bias=(1, 0))
 def self_attention(sequence_parallel=False):
     """SelfAttention from the tree's local layer spec: ColumnParallelLinear
     QKV, the pure-PyTorch DotProductAttention core (causal mask, softmax in
     PyTorch), RowParallelLinear output projection."""
     _, layout = _megatron(sequence_parallel)
-    spec = _local_layer_spec().submodules.self_attention
-    config = _transformer_config(layout)
+    spec = _local_layer_spec(qk_layernorm=bool(option("qk_layernorm"))) \
+        .submodules.self_attention
+    config = _transformer_config(layout, add_bias_linear=bool(option("bias")),
+                                 **_attention_fields(layout))
     attention = _build(spec, config=config, layer_number=1)
     hidden = _hidden(layout)
     return _step(attention, (hidden, None), layout)
@@ -801,18 +839,31 @@ class RouterOutput(torch.nn.Module):
         return probs.reshape(x.shape[0], x.shape[1], -1)
 
 
-def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
+# The router's auxiliary losses: TransformerConfig coefficients set after the
+# config is built (it checks them against the dispatcher), and fields set in it.
+ROUTER_LOSSES = {
+    "z_loss": ({"moe_aux_loss_coeff": 0.0, "moe_z_loss_coeff": 0.01}, {}),
+    "aux_loss": ({"moe_aux_loss_coeff": 0.01}, {}),
+    "seq_aux_loss": ({"moe_aux_loss_coeff": 0.01},
+                     {"moe_router_load_balancing_type": "seq_aux_loss"}),
+}
+
+
+@options(loss=tuple(ROUTER_LOSSES), dispatcher=("allgather", "alltoall"),
+         score=("softmax", "sigmoid"))
+def moe_router():
     """Megatron's TopKRouter on this rank's tokens: the gating linear, the
     score function and the top-k choice of experts, replayed (_routing),
-    with the auxiliary losses asked for: their gradients reach the gating
+    with the auxiliary loss asked for: its gradients reach the gating
     weight through the tree's own loss hooks."""
     _, layout = _megatron()
     from megatron.core.transformer.moe import router
     from megatron.core.transformer.transformer_config import TransformerConfig
-    losses = {"moe_aux_loss_coeff": aux_loss}
-    if z_loss is not None:
-        losses["moe_z_loss_coeff"] = z_loss
-    missing = [k for k in (*losses, *options) if not _accepts(TransformerConfig, k)]
+    dispatcher = option("dispatcher")
+    losses, fields = ROUTER_LOSSES[option("loss")]
+    if option("score") != "softmax":
+        fields = dict(fields, moe_router_score_function=option("score"))
+    missing = [k for k in (*losses, *fields) if not _accepts(TransformerConfig, k)]
     if missing:
         raise ComponentAbsent(f"this Megatron tree's TransformerConfig has no {missing[0]}")
     router_class = _component(router, "TopKRouter")
@@ -822,7 +873,7 @@ def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
         extra["pg_collection"] = get_default_pg_collection()
 
     def build():
-        config = _moe_config(layout, dispatcher, **options)
+        config = _moe_config(layout, dispatcher, **fields)
         for name, value in losses.items():  # the config checks them against the dispatcher
             setattr(config, name, value)
         module = RouterOutput(router_class(config=config, **extra))
@@ -831,34 +882,31 @@ def moe_router(dispatcher="alltoall", aux_loss=0.0, z_loss=None, **options):
     return _moe_step(layout, build)
 
 
-def moe_router_z_loss():
-    """TopKRouter with the z-loss (allgather dispatcher: the router scores
-    this rank's sequence shard)."""
-    return moe_router("allgather", z_loss=0.01)
+moe_router_z_loss = variant(moe_router, loss="z_loss")
+moe_router_aux_loss = variant(moe_router, loss="aux_loss")
 
 
-def moe_router_aux_loss():
-    return moe_router("allgather", aux_loss=0.01)
-
-
-def moe_layer(dispatcher="alltoall"):
+@options(dispatcher=("alltoall", "allgather"))
+def moe_layer():
     """Megatron's MoELayer with the pure-PyTorch SequentialMLP experts and the
-    `dispatcher` token dispatcher."""
+    `dispatcher` token dispatcher, its router choosing (not replayed)."""
     _, layout = _megatron()
-    return _moe_step(layout, lambda: _moe_layer(layout, dispatcher))
+    return _moe_step(layout, lambda: _moe_layer(layout, option("dispatcher")))
 
 
-def moe_layer_allgather():
-    return moe_layer("allgather")
+moe_layer_allgather = variant(moe_layer, dispatcher="allgather")
 
 
+@options(**ATTENTION_OPTIONS, gated=(0, 1))
 def transformer_layer(sequence_parallel=False):
     """TransformerLayer from the tree's local spec: layer norm, SelfAttention
-    (as in self_attention), bias-dropout-add, layer norm, MLP."""
+    (as in self_attention), bias-dropout-add, layer norm, MLP (gated: SwiGLU)."""
     _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
-    config = _transformer_config(layout)
-    layer = _build(_local_layer_spec(), config=config, layer_number=1)
+    config = _transformer_config(layout, gated_linear_unit=bool(option("gated")),
+                                 **_attention_fields(layout))
+    layer = _build(_local_layer_spec(qk_layernorm=bool(option("qk_layernorm"))),
+                   config=config, layer_number=1)
     hidden = _hidden(layout)
     return _step(layer, (hidden, None), layout)
 
@@ -920,43 +968,60 @@ def _routing(topk):
     return torch.stack(choices, dim=-1).reshape(sizes.sequence, sizes.batch, topk)
 
 
-def moe_layer_replay(dispatcher="alltoall"):
+@options(dispatcher=("alltoall", "allgather"), topk=(2, 1), shared_expert=(0, 1),
+         etp=("tp", 1))
+def moe_layer_replay():
     """moe_layer with its routing replayed (`_routing`): the dispatch, the
     experts and the combine for that routing, with the router's gating and
     probabilities (and their gradients) symbolic: through the tree's
     RouterReplay where it has one, else by answering its topk
-    (_replay_top_k)."""
-    _, layout = _megatron()
+    (_replay_top_k). Options: top-1 or top-2 routing, a shared expert beside
+    the routed ones, experts tensor-parallel over tp or not at all (etp=1)."""
+    layout = parallel()
+    _, layout = _megatron(expert_tensor_parallel=layout.tp if option("etp") == "tp"
+                          else option("etp"))
     from megatron.core.transformer.transformer_config import TransformerConfig
-    replay = {"moe_enable_routing_replay": True} \
+    extra = {"moe_enable_routing_replay": True} \
         if _accepts(TransformerConfig, "moe_enable_routing_replay") else {}
+    extra["topk"] = option("topk")
+    if option("shared_expert"):
+        if not _accepts(TransformerConfig, "moe_shared_expert_intermediate_size"):
+            raise ComponentAbsent("this Megatron tree's TransformerConfig has no "
+                                  "moe_shared_expert_intermediate_size")
+        extra["moe_shared_expert_intermediate_size"] = _sizes().moe(layout.tp).ffn
+    if option("etp") != "tp":
+        extra["expert_tensor_parallel_size"] = option("etp")
+    dispatcher = option("dispatcher")
 
     def build():
-        layer, config = _moe_layer(layout, dispatcher, **replay)
+        layer, config = _moe_layer(layout, dispatcher, **extra)
         _replay_routing(layout, config, _routing(config.moe_router_topk))
         return layer, config
     return _moe_step(layout, build)
 
 
-def moe_layer_replay_allgather():
-    return moe_layer_replay("allgather")
+moe_layer_replay_allgather = variant(moe_layer_replay, dispatcher="allgather")
 
 
+@options(position=("learned_absolute", "rope"), tied=(1, 0),
+         kv_groups=ATTENTION_OPTIONS["kv_groups"])
 def gpt_model(sequence_parallel=False):
     """GPTModel from the tree's local layer spec at _sizes(): 2 layers,
-    learned absolute positions; with labels it returns the per-token loss
+    learned absolute or rotary positions, the output layer tied to the
+    embedding or not; with labels it returns the per-token loss
     (vocab_parallel_cross_entropy over the vocab-parallel output layer)."""
     _apex_layer_norm_model(sequence_parallel or parallel().sp)
     _, layout = _megatron(sequence_parallel)
     _transformer_engine_wrappers()
     from megatron.core.models.gpt import gpt_model as gpt_module
-    config = _transformer_config(layout, num_layers=2)
+    config = _transformer_config(layout, num_layers=2, **_attention_fields(layout))
     sizes = _sizes()
     model = _without_apex(
         _component(gpt_module, "GPTModel"), config=config,
         transformer_layer_spec=_local_layer_spec(), vocab_size=sizes.vocab,
         max_sequence_length=sizes.sequence, parallel_output=True,
-        position_embedding_type="learned_absolute")
+        share_embeddings_and_output_weights=bool(option("tied")),
+        position_embedding_type=option("position"))
     shape = (sizes.batch, sizes.sequence)
     tokens = _token_ids(shape, sizes.vocab)
     positions = torch.arange(sizes.sequence).expand(*shape).contiguous()
@@ -1111,48 +1176,6 @@ def legacy_norm(normalization="RMSNorm"):
     return _step(norm, (_sequence_slice(_activation(sizes), layout),), layout)
 
 
-# ---- What `shardproof scan ROOT` checks: (recipe, layout) ----
-# Each component with sequence parallelism off and on at tp=2; the data- and
-# expert-parallel recipes at their own layouts.
-SCAN = [
-    ("column_parallel_linear", "tp=2,sp=0"),
-    ("column_parallel_linear", "tp=2,sp=1"),
-    ("column_parallel_linear_frozen", "tp=2,sp=0"),
-    ("tp_mappings", "tp=2,sp=0"),
-    ("tp_mappings", "tp=4,sp=1"),
-    ("tp_mappings_noncontiguous", "tp=2,sp=0"),
-    ("tp_mappings_noncontiguous", "tp=4,sp=1"),
-    ("row_parallel_linear", "tp=2,sp=0"),
-    ("row_parallel_linear", "tp=2,sp=1"),
-    ("row_parallel_linear", "tp=2,dp=2,sp=1"),
-    ("vocab_parallel_embedding", "tp=2,sp=0"),
-    ("mlp", "tp=2,sp=0"),
-    ("mlp_swiglu", "tp=2,sp=0"),
-    ("mlp_ddp", "tp=1,dp=2,sp=0"),
-    ("mlp_ddp", "tp=2,sp=0"),
-    ("mlp_ddp", "tp=2,dp=2,sp=1"),
-    ("mlp_ddp_avg", "tp=1,dp=2,sp=0"),
-    ("mlp_ddp", "tp=1,cp=2,sp=0"),
-    ("vocab_parallel_cross_entropy", "tp=2,sp=0"),
-    ("vocab_parallel_cross_entropy", "tp=2,sp=1"),
-    ("vocab_parallel_cross_entropy_label_smoothing", "tp=2,sp=0"),
-    ("self_attention", "tp=2,sp=0"),
-    ("self_attention", "tp=2,sp=1"),
-    ("transformer_layer", "tp=2,sp=0"),
-    ("transformer_layer", "tp=2,sp=1"),
-    ("gpt_model", "tp=2,sp=0"),
-    ("gpt_model", "tp=2,sp=1"),
-    ("moe_layer_replay", "tp=1,ep=2,sp=0"),
-    ("moe_layer_replay", "tp=2,ep=2,sp=1"),
-    ("moe_layer_replay_allgather", "tp=1,ep=2,sp=0"),
-    ("moe_router_z_loss", "tp=2,sp=0"),
-    ("moe_router_aux_loss", "tp=2,sp=0"),
-    ("mla_self_attention", "tp=2,sp=0"),
-    # The legacy model, where a tree still has it (absent from 2025 on).
-    ("legacy_norm", "tp=2,sp=1"),
-    ("switch_mlp", "tp=2,sp=1"),
-    ("switch_mlp_no_sp", "tp=2,sp=0"),
-]
 
 
 
@@ -1222,3 +1245,42 @@ def _with_channel_sizes(core):
 
 def mla_self_attention_sp():
     return mla_self_attention(sequence_parallel=True)
+
+
+# ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
+# Every recipe over its layouts and its declared options, pairwise
+# (shardproof_recipes.covering); the data- and expert-parallel recipes at
+# their own layouts.
+TP2 = ("tp=2,sp=0", "tp=2,sp=1")
+
+
+def _not_sequence_parallel_without_parallel_input(layout, values):
+    # RowParallelLinear: "To enable sequence_parallel, input_is_parallel must be True".
+    return values["input_is_parallel"] or not layout.sp
+
+
+def _expert_tp_differs(layout, values):
+    # etp=1 at tp=1 is the default row again.
+    return values["etp"] == "tp" or layout.tp > 1
+
+
+SCAN = [
+    *covering(column_parallel_linear, TP2),
+    *covering(row_parallel_linear, TP2 + ("tp=2,dp=2,sp=1",),
+              _not_sequence_parallel_without_parallel_input),
+    *covering(tp_mappings, ("tp=2,sp=0", "tp=4,sp=1")),
+    ("vocab_parallel_embedding", "tp=2,sp=0"),
+    *covering(mlp, TP2),
+    *covering(mlp_ddp, ("tp=1,dp=2,sp=0", "tp=2,sp=0", "tp=2,dp=2,sp=1", "tp=1,cp=2,sp=0")),
+    *covering(vocab_parallel_cross_entropy, TP2),
+    *covering(self_attention, TP2),
+    *covering(transformer_layer, TP2),
+    *covering(gpt_model, TP2),
+    *covering(moe_layer_replay, ("tp=1,ep=2,sp=0", "tp=2,ep=2,sp=1"), _expert_tp_differs),
+    *covering(moe_router, ("tp=2,sp=0",)),
+    ("mla_self_attention", "tp=2,sp=0"),
+    # The legacy model, where a tree still has it (absent from 2025 on).
+    ("legacy_norm", "tp=2,sp=1"),
+    ("switch_mlp", "tp=2,sp=1"),
+    ("switch_mlp_no_sp", "tp=2,sp=0"),
+]

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -293,6 +294,51 @@ TEST(Recipes, UnknownRecipeListsTheRecipes) {
   EXPECT_NE(r.err.find("no function 'gpt'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("column_parallel_linear"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("_megatron"), std::string::npos) << r.err; // no private helpers
+}
+
+// A recipe's model options are declared with it: an option it does not
+// have, a value it does not list, or an option to a recipe without any, is
+// refused in words that name them (before the tree is even looked at).
+TEST(RecipeOptions, UnknownOptionsAndValuesAreRefusedByName) {
+  auto unknown = run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry",
+                          "mlp", "--option", "nope=1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("mlp has no option 'nope' (its options: gated, bias)"),
+            std::string::npos)
+      << unknown.err;
+  auto value = run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry",
+                        "mlp", "--option", "gated=2"});
+  EXPECT_NE(value.err.find("mlp option gated takes 0, 1, not 2"), std::string::npos)
+      << value.err;
+  auto none = run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry",
+                       "mlp_dp", "--option", "gated=1"});
+  EXPECT_NE(none.err.find("mlp_dp takes no options (asked for gated)"), std::string::npos)
+      << none.err;
+  auto fixed = run_cli({"check", "/nonexistent", "--framework", "megatron", "--entry",
+                        "mlp_swiglu", "--option", "gated=0"});
+  EXPECT_NE(fixed.err.find("this entry fixes gated=1"), std::string::npos) << fixed.err;
+}
+
+TEST(RecipeOptions, OptionsGoWithAFramework) {
+  auto r = run_cli({"check", kExample, "--option", "bias=0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--option go with --framework"), std::string::npos) << r.err;
+}
+
+// `scan ROOT --list` prints the rows the scan runs without running them:
+// each recipe at its layouts, with the options that differ from the default.
+TEST(RecipeOptions, ScanListPrintsTheMatrixWithoutRunningIt) {
+  auto tree = std::filesystem::temp_directory_path() / "shardproof-list-tree";
+  std::filesystem::create_directories(tree / "megatron" / "core");
+  auto r = run_cli({"scan", tree.string(), "--list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mlp [tp=2,sp=0]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mlp [tp=2,sp=0,gated=1]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("moe_layer_replay [tp=2,ep=2,sp=1"), std::string::npos) << r.out;
+  // RowParallelLinear refuses sequence parallelism on an input it must scatter.
+  EXPECT_EQ(r.out.find("sp=1,input_is_parallel=0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sp=1,bias=0,input_is_parallel=0"), std::string::npos) << r.out;
+  std::filesystem::remove_all(tree);
 }
 
 TEST(Recipes, RecipeFlagsNeedAFramework) {

@@ -42,15 +42,21 @@ def extract(git_dir, commit, framework, into):
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
 
 
+AXES = ("tp", "cp", "ep", "dp", "pp")
+
+
 def layout_flags(layout):
-    """"tp=2,dp=2,sp=1" -> ["--tp", "2", "--dp", "2", "--sp"]."""
+    """"tp=2,dp=2,sp=1,frozen=1" -> ["--tp", "2", "--dp", "2", "--sp",
+    "--option", "frozen=1"] (a scan row's layout and model options)."""
     flags = []
     for item in filter(None, layout.split(",")):
         key, _, value = item.partition("=")
         if key == "sp":
             flags += ["--sp"] if value == "1" else []
-        else:
+        elif key in AXES:
             flags += [f"--{key}", value]
+        else:
+            flags += ["--option", item]
     return flags
 
 
@@ -99,7 +105,9 @@ def validate(bugs):
     recipes = {}
     for framework in TREE_PATHS:
         with open(os.path.join(ROOT, "integrations", framework, "recipes.py")) as f:
-            recipes[framework] = set(re.findall(r"^def ([a-z]\w*)\(", f.read(), re.M))
+            defined = re.findall(r"^(?:def ([a-z]\w*)\(|([a-z]\w*) = variant\()",
+                                 f.read(), re.M)
+            recipes[framework] = {function or named for function, named in defined}
     for bug in bugs:
         name = bug.get("id", "?")
         problems += [f"{name}: no {k}" for k in FIELDS if k not in bug]
@@ -114,7 +122,7 @@ def validate(bugs):
                 problems.append(f"{name}: {key} is not a full commit hash")
         if bug.get("recipe") not in recipes.get(bug.get("framework"), ()):
             problems.append(f"{name}: no recipe {bug.get('recipe')} for {bug.get('framework')}")
-        if not all(re.fullmatch(r"(tp|cp|ep|dp|pp|sp)=\d+", item)
+        if not all(re.fullmatch(r"(tp|cp|ep|dp|pp|sp)=\d+|[a-z_]+=\w+", item)
                    for item in bug.get("layout", "").split(",")):
             problems.append(f"{name}: bad layout {bug.get('layout')!r}")
         if not re.fullmatch(r"SP\d{3}", bug.get("rule", "")):

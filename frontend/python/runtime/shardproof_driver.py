@@ -7,6 +7,7 @@ is "bad-input" (the harness is wrong) or "unsupported" (we cannot model it)."""
 import contextlib
 import dataclasses
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -247,7 +248,12 @@ def _run(path, func, world, rank):
                          and not isinstance(v, type) and not n.startswith("_"))
         hint = f" (it defines: {', '.join(defined)})" if defined else ""
         raise HarnessError(path, 1, f"no function '{func}' in this file{hint}")
-    line = function.__code__.co_firstlineno if hasattr(function, "__code__") else 0
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    line = code.co_firstlineno if code else 0
+    asked_options = shardproof_recipes.asked_options()
+    if asked_options and not hasattr(function, "options"):
+        raise HarnessError(path, line, f"{func} takes no options (asked for "
+                           f"{', '.join(asked_options)})")
     dist.init_process_group("nccl")
     _Phase.current = f"{func}()"
     _tracing.state.building = True  # writes into Parameters are initialisation
