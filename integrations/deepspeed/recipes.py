@@ -410,10 +410,12 @@ ulysses_engine_zero1 = variant(ulysses_engine, stage=1)
 
 
 # ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
-# 2-way sequence parallelism, the layer and the engine also with 2-way data
-# parallelism; every option pairwise (shardproof_recipes.covering).
+# 2-way sequence parallelism, the layer also with 2-way data parallelism;
+# every option pairwise (shardproof_recipes.covering).
 SCAN = [
     *covering(ulysses_attention, ("tp=2",)),
     *covering(ulysses_attention_layer, ("tp=2", "tp=2,dp=2")),
-    *covering(ulysses_engine, ("tp=2", "tp=2,dp=2")),
+    # ulysses_engine is not in the scan yet: on DeepSpeed's newest tree the
+    # engine's backward calls tensor.backward() directly, which the driver
+    # does not run ("Direct calls to tensor.backward() are not supported").
 ]
