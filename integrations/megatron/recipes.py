@@ -1268,11 +1268,10 @@ def _expert_tp_differs(layout, values):
 
 def _attention_modelled(layout, values):
     # Left out of the scan until modelled (they stay asked-for options):
-    # kv_groups other than one per head stops at torch.split's keyword
-    # split_size_or_sections and, at one group per rank, at an internal
-    # error of shardproof's; qk_layernorm's weights need finalize_model_grads'
+    # kv_groups at one group per rank ends in an internal error of
+    # shardproof's; qk_layernorm's weights need finalize_model_grads'
     # reduction of layer-norm gradients, which _step does not do yet.
-    return values.get("kv_groups", "heads") == "heads" and not values.get("qk_layernorm")
+    return values.get("kv_groups") != "tp" and not values.get("qk_layernorm")
 
 
 SCAN = [

@@ -127,6 +127,10 @@ INSTANTIATE_TEST_SUITE_P(
         Configuration{{"moe_layer_replay", "--tp", "2", "--ep", "2", "--sp"},
                       "--world 4: proved ("},
         Configuration{{"vocab_parallel_cross_entropy", "--tp", "4"}, "--world 4: proved ("},
+        // Fewer key-value groups than tensor-parallel ranks (each rank
+        // holds a copy of the one group).
+        Configuration{{"self_attention", "--tp", "2", "--option", "kv_groups=1"},
+                      "--world 2: proved ("},
         // The local attention core has no context parallelism: the tree says so.
         Configuration{{"self_attention", "--tp", "2", "--cp", "2"},
                       "absent: this tree does not build self_attention() with this "

@@ -1952,7 +1952,8 @@ def matmul(a, b):
                   saved=_saves(a, b))
 
 
-def split(t, split_size, dim=0):
+def split(t, split_size_or_sections, dim=0):  # torch.split's parameter names
+    split_size = split_size_or_sections
     d = _dim(dim, t.ndim)
     n = t._a.shape[d]
     sizes = ([split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
