@@ -173,10 +173,13 @@ def _with_options(recipe, choices, fixed):
     return run
 
 
-def option(name):
+def option(name, *undeclared):
     """The running recipe's value of option `name`: asked, fixed by the
-    entry, or the declared default."""
+    entry, or the declared default; `undeclared` (one value) where the
+    recipe does not declare it, for helpers several recipes share."""
     if name not in _running:
+        if undeclared:
+            return undeclared[0]
         raise RecipeError(f"the running recipe declares no option {name!r}")
     return _running[name]
 
