@@ -418,7 +418,7 @@ def _data_parallel_slice(x, dim):
     return x.chunk(size, dim=dim)[parallel_state.get_data_parallel_rank()]
 
 
-def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
+def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_loss=False):
     """`step` (an entry dict from _step) with its model wrapped in Megatron's
     DistributedDataParallel, its input cut to this rank's slice of the batch,
     a loss that is the mean over the batch of each sample's (out * out).sum(),
@@ -432,7 +432,12 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     gradients checked are the ones the optimizer would apply.
 
     `average_in_collective` picks Megatron's other way to average over DP:
-    an AVG all-reduce instead of scaling by 1/dp before a SUM."""
+    an AVG all-reduce instead of scaling by 1/dp before a SUM.
+
+    `per_token_loss` is Megatron's calculate_per_token_loss: the loss is the
+    sum over this rank's tokens, DDP does not scale, and finalize_model_grads
+    divides every gradient by the global token count (this rank's tokens,
+    summed over the data- and context-parallel ranks by the tree itself)."""
     from megatron.core import distributed
     ddp_class = _component(distributed, "DistributedDataParallel")
     options = dict(overlap_grad_reduce=False, use_distributed_optimizer=False)
@@ -448,6 +453,11 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     if _accepts(ddp_class, "expert_data_parallel_group"):
         groups["expert_data_parallel_group"] = \
             parallel_state.get_data_modulo_expert_parallel_group()
+    if per_token_loss:
+        if not _accepts(finalize_model_grads, "num_tokens") or \
+                not hasattr(config, "calculate_per_token_loss"):
+            raise ComponentAbsent("this Megatron tree has no calculate_per_token_loss")
+        config.calculate_per_token_loss = True
     args, kwargs = _ddp_arguments(distributed, ddp_class, config, step["model"], options)
     model = ddp_class(*args, **kwargs, **groups)
     # What the training loop does before each step (2023 trees ask whether
@@ -456,12 +466,20 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
         model.zero_grad_buffer, "zero_buffer") else {}))
     inputs = _activations(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
 
+    tokens = []  # this rank's token count, for per_token_loss
+
     def loss(out):
         out = out[0] if isinstance(out, tuple) else out  # (output, bias) layers
+        if per_token_loss:
+            tokens.append(_tokens_of(out, batch_dim, config.sequence_parallel))
+            return (out * out).sum()
         return (out * out).sum() / out.shape[batch_dim]
 
     def finalize_grads():
-        finalize_model_grads([model])
+        if per_token_loss:
+            finalize_model_grads([model], num_tokens=torch.tensor(float(sum(tokens))))
+        else:
+            finalize_model_grads([model])
         for p in model.parameters():
             if getattr(p, "main_grad", None) is not None:
                 p.grad = p.main_grad  # FP32Optimizer.prepare_grads
@@ -469,6 +487,17 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False):
     return dict(step, model=model, inputs=inputs, loss=loss,
                 finalize_grads=finalize_grads,
                 data_parallel_group=parallel_state.get_data_parallel_group())
+
+
+def _tokens_of(out, batch_dim, sequence_parallel):
+    """The tokens the loss of this rank's output `out` [sequence, batch, ...]
+    covers as Megatron counts them: the whole sequence of the data-parallel
+    rank's samples (the loss follows the sequence-parallel gather), the
+    rank's own chunk under context parallelism."""
+    from megatron.core import parallel_state
+    tp = parallel_state.get_tensor_model_parallel_world_size()
+    gathered = tp if sequence_parallel else 1
+    return out.shape[1 - batch_dim] * gathered * out.shape[batch_dim]
 
 
 def _ddp_arguments(distributed, ddp_class, config, module, options):
@@ -488,14 +517,16 @@ def _ddp_arguments(distributed, ddp_class, config, module, options):
     return (config, module), dict(options, accumulate_allreduce_grads_in_fp32=True)
 
 
-@options(gated=(0, 1), average_in_collective=(0, 1))
+@options(gated=(0, 1), average_in_collective=(0, 1), per_token_loss=(0, 1))
 def mlp_ddp():
     """mlp under Megatron's DDP and finalize_model_grads; averaging over the
     data-parallel group by scaling before a SUM, or (average_in_collective)
-    by an AVG all-reduce."""
+    by an AVG all-reduce, or (per_token_loss) dividing by the global token
+    count."""
     step = _mlp(gated=bool(option("gated")), bias=True)
     return _ddp_step(step, step["model"].config,
-                     average_in_collective=bool(option("average_in_collective")))
+                     average_in_collective=bool(option("average_in_collective")),
+                     per_token_loss=bool(option("per_token_loss")))
 
 
 mlp_ddp_avg = variant(mlp_ddp, average_in_collective=1)
@@ -757,6 +788,8 @@ def _moe_config(layout, dispatcher="alltoall", num_experts=None, topk=2, **extra
         num_moe_experts=num_experts or sizes.experts,
         moe_router_topk=topk, moe_token_dispatcher_type=dispatcher,
         moe_aux_loss_coeff=0.0, add_bias_linear=False)
+    if option("per_token_loss", 0):  # the router reads it when built
+        values["calculate_per_token_loss"] = True
     values.update(extra)
     return TransformerConfig(**{k: v for k, v in values.items() if k in known or k in extra})
 
@@ -785,7 +818,7 @@ def _moe_step(layout, build, sequence_parallel=None):
     step = _step(layer, (_sequence_slice(x, sp),), sp)
     root = os.environ["MEGATRON_ROOT"]
     if os.path.isdir(os.path.join(root, "megatron", "core", "distributed")):
-        step = _ddp_step(step, config)
+        step = _ddp_step(step, config, per_token_loss=bool(option("per_token_loss", 0)))
     elif layout.dp * layout.ep > 1:  # trees of mid-2023 train with the legacy DDP
         raise ComponentAbsent("this Megatron tree has no megatron.core.distributed "
                               "(data parallelism is its legacy model's)")
@@ -869,7 +902,7 @@ ROUTER_LOSSES = {
 
 
 @options(loss=tuple(ROUTER_LOSSES), dispatcher=("allgather", "alltoall"),
-         score=("softmax", "sigmoid"))
+         score=("softmax", "sigmoid"), per_token_loss=(0, 1))
 def moe_router():
     """Megatron's TopKRouter on this rank's tokens: the gating linear, the
     score function and the top-k choice of experts, replayed (_routing),
@@ -1280,6 +1313,11 @@ def _not_sequence_parallel_without_parallel_input(layout, values):
     return values["input_is_parallel"] or not layout.sp
 
 
+def _one_way_to_average(layout, values):
+    # DDP: "Cannot average in collective when calculating per-token loss!"
+    return not (values["average_in_collective"] and values["per_token_loss"])
+
+
 def _expert_tp_differs(layout, values):
     # etp=1 at tp=1 is the default row again.
     return values["etp"] == "tp" or layout.tp > 1
@@ -1300,7 +1338,8 @@ SCAN = [
     *covering(tp_mappings, ("tp=2,sp=0", "tp=4,sp=1")),
     ("vocab_parallel_embedding", "tp=2,sp=0"),
     *covering(mlp, TP2),
-    *covering(mlp_ddp, ("tp=1,dp=2,sp=0", "tp=2,sp=0", "tp=2,dp=2,sp=1", "tp=1,cp=2,sp=0")),
+    *covering(mlp_ddp, ("tp=1,dp=2,sp=0", "tp=2,sp=0", "tp=2,dp=2,sp=1", "tp=1,cp=2,sp=0"),
+              _one_way_to_average),
     *covering(vocab_parallel_cross_entropy, TP2),
     *covering(self_attention, TP2, _within_proof_budget),
     *covering(transformer_layer, TP2, _within_proof_budget),

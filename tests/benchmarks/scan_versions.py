@@ -6,7 +6,7 @@ and it extracts each tag's framework folders into a temporary folder.
 
     tests/benchmarks/scan_versions.py --git-dir /path/to/Megatron-LM/.git \
         --framework megatron [--since 2023] [--tags 23.04,core_v0.4.0,HEAD] \
-        [--build build] [--write docs/coverage.md]
+        [--build build] [--write docs/coverage.md] [--python-path ENV ...]
 
 Without --tags it takes the first release of every minor version whose
 commit is from --since on, and the newest commit (HEAD). --write replaces
@@ -17,7 +17,12 @@ not build its component in that tree). A target the tree itself fails (it
 raised inside the tree) is counted apart: that is the tree's behaviour.
 Under the table, each version lists the targets whose verdict changed since
 the version before (proved → refuted is where a regression landed), then its
-error findings."""
+error findings.
+
+With --python-path (repeatable), each tree runs with the first environment,
+the interpreter's own packages or a given folder over them, that satisfies
+the tree's requirements file (DeepSpeed's pydantic pin: pydantic 1 before
+mid-2024, 2 after)."""
 import argparse
 import json
 import os
@@ -27,6 +32,9 @@ import sys
 import tempfile
 import time
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The folders a scan of each framework reads (DeepSpeed's accelerator/ and
@@ -35,6 +43,12 @@ TREE_PATHS = {
     "megatron": ["megatron"],
     "deepspeed": ["deepspeed", "accelerator", "op_builder", "version.txt"],
 }
+# Where a tree lists the packages it runs with; an environment is chosen per
+# tree from them (DeepSpeed before mid-2023 needs pydantic 1, after mid-2024
+# pydantic 2).
+REQUIREMENTS = {"deepspeed": "requirements/requirements.txt"}
+# The packages shardproof's own interpreter has without --python-path.
+SYSTEM_PACKAGES = "/usr/lib/python3/dist-packages"
 RELEASE = re.compile(r"^(?:tags/)?(?:core_v|core_r|v)?(\d+)\.(\d+)(?:\.(\d+))?$")
 VERDICTS = ["proved", "refuted", "unknown", "absent", "accepted", "error"]
 
@@ -72,6 +86,49 @@ def extract(git_dir, ref, framework, into):
     paths = [p for p in TREE_PATHS[framework] if p in present]
     archive = git(git_dir, "archive", ref, *paths).stdout
     subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+
+
+def installed(folder):
+    """{normalised package name: version} of the distributions in `folder`."""
+    found = {}
+    for entry in os.listdir(folder) if os.path.isdir(folder) else []:
+        m = re.match(r"^(.+?)-(\d[^-]*?)(?:-py[\d.]+)?\.(?:dist|egg)-info$", entry)
+        if m:
+            found[canonicalize_name(m.group(1))] = m.group(2)
+    return found
+
+
+def environment_for(git_dir, ref, framework, python_paths):
+    """The --python-path (None: the interpreter's own packages) whose packages,
+    over the interpreter's own, satisfy the requirements file of the tree at
+    `ref`: Debian's first, then `python_paths` in order. Only packages some
+    environment has are compared (torch is shardproof's stand-in). A tree
+    no environment satisfies gets the first, and the reason."""
+    path = REQUIREMENTS.get(framework)
+    if not python_paths or not path:
+        return (python_paths or [None])[0], None
+    try:
+        text = git(git_dir, "show", f"{ref}:{path}", text=True).stdout
+    except subprocess.CalledProcessError:
+        return None, None
+    system = installed(SYSTEM_PACKAGES)
+    envs = [(None, system)] + [(p, {**system, **installed(p)}) for p in python_paths]
+    known = set().union(*(packages for _, packages in envs)) - {"torch"}
+    wanted = []
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        try:
+            requirement = Requirement(line) if line else None
+        except InvalidRequirement:
+            continue
+        if requirement and canonicalize_name(requirement.name) in known:
+            wanted.append(requirement)
+    for env, packages in envs:
+        if all(canonicalize_name(r.name) in packages and
+               r.specifier.contains(packages[canonicalize_name(r.name)], prereleases=True)
+               for r in wanted):
+            return env, None
+    return python_paths[0], f"no environment satisfies {', '.join(map(str, wanted))}"
 
 
 def scan(shardproof, tree, timeout, extra_args):
@@ -139,14 +196,14 @@ def changes(previous, row):
 
 def table(framework, rows):
     lines = [f"| {framework} tag | commit date | commit | proved | refuted | could not prove "
-             "| absent | tree raised | recipe error | scan s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| absent | tree raised | recipe error | scan s | packages |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         c = row["counts"]
         lines.append(f"| {row['tag']} | {row['date']} | `{row['commit']}` | {c['proved']} | "
                      f"{c['refuted']} | {c['unknown']} | {c['absent']} | "
                      f"{len(row['tree_failures'])} | {len(row['recipe_errors'])} | "
-                     f"{row['seconds']} |")
+                     f"{row['seconds']} | {row.get('packages', 'own')} |")
     lines.append("")
     for previous, row in zip([None] + rows, rows):
         notes = (changes(previous, row) if previous else []) \
@@ -181,6 +238,10 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per scan")
     parser.add_argument("--write", help="a markdown file to put the table into")
     parser.add_argument("--json", help="also write the rows as JSON here")
+    parser.add_argument("--python-path", action="append", default=[],
+                        help="an environment to choose per tree (repeatable): the "
+                             "interpreter's own packages, then these, the first that "
+                             "satisfies the tree's requirements file")
     parser.add_argument("scan_args", nargs="*", help="passed to `shardproof scan` (after --)")
     options = parser.parse_args()
     git_dir = os.path.abspath(options.git_dir)
@@ -193,10 +254,17 @@ def main():
                      ).stdout.strip()
         with tempfile.TemporaryDirectory(prefix="shardproof-tree-") as tree:
             extract(git_dir, ref, options.framework, tree)
-            report, failure, seconds = scan(shardproof, tree, options.timeout,
-                                            options.scan_args)
+            env, unmet = environment_for(git_dir, ref, options.framework,
+                                         options.python_path)
+            report, failure, seconds = scan(
+                shardproof, tree, options.timeout,
+                (["--python-path", env] if env else []) + options.scan_args)
         row = summarise(ref, commit_date(git_dir, ref), commit, tree, report, failure,
                         seconds)
+        row["packages"] = (f"--python-path {options.python_path.index(env) + 1}"
+                           if env else "own")
+        if unmet:
+            row["recipe_errors"].append(unmet)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     text = table(options.framework, rows)

@@ -15,19 +15,25 @@ the world-1 run:
 
     ID parent: differs (max |d| = ...)     expected at the buggy commit
     ID fix: matches (max |d| = ...)        expected at the fix commit
+    ID before: matches (max |d| = ...)     a regression's, before it came in
 
 Exit status 0 only if every bug run differs at its parent and matches at its
-fix (an open bug has no fix: only the parent is run).
+fix and its `before` (an open bug has no fix: only the parent, and a
+regression's `before`, are run).
 
     python confirm_real.py --bugs tests/upstream/bugs.toml --mirrors /work/.mirror [--only ID]
     python confirm_real.py --only ID --tree DIR --role parent   # a tree already extracted
 
 The interpreter must have torch 2.x with gloo (and, for DeepSpeed, pydantic 2,
-py-cpuinfo, psutil, hjson, tqdm); --python names another interpreter for the
+py-cpuinfo, psutil, hjson, tqdm; for 2023 Megatron, whose `import megatron`
+imports its tokenizers, six and regex); --python names another interpreter for the
 spawned workers. Megatron's CUDA calls are patched at run time in the workers
 only (torch.cuda.current_device() -> "cpu", Tensor.cuda() -> self, the CUDA
 RNG tracker's fork() -> no-op, use_cpu_initialization=True and
-perform_initialization=True in the configs); the trees are never edited.
+perform_initialization=True in the configs, torch.cuda.current_stream()
+-> a stream whose synchronize() is a no-op); gloo's all_gather is given
+NCCL's uneven lists along dim 0 (the all-to-all MoE dispatcher gathers
+tokens over TP in uneven splits); the trees are never edited.
 """
 import argparse
 import contextlib
@@ -49,6 +55,10 @@ REPOSITORIES = {
     "megatron": ("NVIDIA+Megatron-LM", ["megatron"]),
     "deepspeed": ("deepspeedai+DeepSpeed", ["deepspeed", "accelerator", "op_builder", "version.txt"]),
 }
+# Files outside those paths that a tree imports where it has them: 2023
+# Megatron's megatron/arguments.py (imported by `import megatron`) imports
+# tools/retro/utils.py.
+OPTIONAL_PATHS = {"megatron": ["tools/retro/utils.py"]}
 
 BUGS = {
     "deepspeed-ulysses-batch": dict(
@@ -82,14 +92,36 @@ BUGS = {
         framework="megatron", builder="moe_router_z_loss", world=2,
         parent="db3a3f79d1cda60ea4b3db0ceffcf20c5760e11d",
         fix="cac8d1a3f08cc6291b3abb8b01bc2e97fbac3a0a"),
+    "megatron-moe-aux-loss-sequence-shard": dict(
+        framework="megatron", builder="moe_router_aux_loss", world=2,
+        parent="7214c115d20e6a8df2ca6b3ab9bfb7f307c1b707",
+        fix="6cb81d7d54b50ea8cc91e45ce61d4f917e4f2b0c"),
+    "megatron-moe-a2a-local-expert-order": dict(
+        framework="megatron", builder="moe_layer_alltoall", world=4,
+        parent="b1efb3c7126ef7615e8c333432d76e08038e17ff",
+        fix="54d4b3ddbb43d7f9433712d4fc57aeb57c2b04fa"),
+    "megatron-legacy-rmsnorm-sequence-parallel": dict(
+        framework="megatron", builder="legacy_rms_norm", world=2,
+        parent="52f13005148afa47a6f37b082083fa2c6675ae3e",
+        fix="20b7a5489ddeb8c3bbac984350f09e3b1428ed7f"),
+    "megatron-switch-mlp-tp-without-sp": dict(
+        framework="megatron", builder="switch_mlp_no_sp", world=2,
+        parent="86edcf1ff4ef616877e04ee78a628ec7eaef30b8",
+        fix="063edede9477a9d2b5a619d8dc33891d7cd29e3a"),
+    "megatron-switch-mlp-router-sequence-parallel": dict(
+        framework="megatron", builder="switch_mlp", world=2,
+        parent="cd760a9e0ec1417a0cb7081ce62dad832e06e6ad",
+        fix="3c637fc0d2b24ee689929ff7923561892d415f45"),
+    # A regression: `before` (the commit before the one that introduced it)
+    # must match, as a fix does.
+    "megatron-legacy-switch-mlp-tp-experts-unreduced": dict(
+        framework="megatron", builder="switch_mlp_no_sp", world=2,
+        parent="c4d12e26b2dc25a2eab7da92e2ac30338c0ed3de", fix=None,
+        before="7f616b093172449174c3e8fdc203784512d07f76"),
 }
 
 # Listed in bugs.toml, not run here, and why.
 NOT_RUN = {
-    "megatron-moe-a2a-local-expert-order":
-        "needs tp=2 and ep=2 together (world 4): the wrong order is [tp, ep, local].T.ravel() "
-        "against [tp*ep, local].T.ravel(), the same whenever tp or ep is 1; this script keeps "
-        "to 2 worker processes",
 }
 
 RELATIVE_TOLERANCE = 1e-4  # |d| / max |reference| of the quantity, float32
@@ -111,16 +143,19 @@ def _full_tensor(name, shape):
 
 class Shard:
     """How a rank's tensor is a slice of the world-1 tensor: `chunk(parts,
-    dim)[index]`, or the whole tensor (parts == 1)."""
+    dim)[index]`, or the whole tensor (parts == 1); `then`, another Shard
+    cut from that slice (a rank's slice of the batch, then of the sequence)."""
 
-    def __init__(self, dim=0, parts=1, index=0):
-        self.dim, self.parts, self.index = dim, parts, index
+    def __init__(self, dim=0, parts=1, index=0, then=None):
+        self.dim, self.parts, self.index, self.then = dim, parts, index, then
 
     def take(self, full):
-        return full.chunk(self.parts, dim=self.dim)[self.index] if self.parts > 1 else full
+        part = full.chunk(self.parts, dim=self.dim)[self.index] if self.parts > 1 else full
+        return self.then.take(part) if self.then else part
 
     def as_dict(self):
-        return {"dim": self.dim, "parts": self.parts, "index": self.index}
+        return {"dim": self.dim, "parts": self.parts, "index": self.index,
+                "then": self.then.as_dict() if self.then else None}
 
 
 WHOLE = None
@@ -135,6 +170,15 @@ def _patch_torch_for_cpu():
     torch.nn.Module.cuda = lambda self, *a, **k: self
     torch.cuda.set_device = lambda *a, **k: None
     torch.cuda.synchronize = lambda *a, **k: None
+
+    class _Stream:  # torch.cuda.current_stream().synchronize() (MoE dispatchers)
+        def synchronize(self):
+            pass
+
+        def wait_stream(self, *a, **k):
+            pass
+    torch.cuda.current_stream = lambda *a, **k: _Stream()
+    _gloo_uneven_all_gather()
     torch.cuda.nvtx.range_push = lambda *a, **k: None
     torch.cuda.nvtx.range_pop = lambda *a, **k: None
     torch.cuda.device_count = lambda: 1
@@ -152,7 +196,13 @@ def _patch_torch_for_cpu():
 
     for name in ("ones", "zeros", "empty", "full", "arange", "tensor", "rand", "randn",
                  "ones_like", "zeros_like", "empty_like", "full_like", "eye", "linspace"):
-        setattr(torch, name, on_cpu(getattr(torch, name)))
+        factory = getattr(torch, name)
+        setattr(torch, name, on_cpu(factory))
+        # TorchScript functions of the trees (2023's erf_gelu calls
+        # torch.ones_like) compile a call of it as the aten op it wraps.
+        builtin = torch.jit._builtins._find_builtin(factory)
+        if builtin:
+            torch.jit._builtins._register_builtin(getattr(torch, name), builtin)
     # Dtypes newer than this torch that newest trees name at import time only
     # (MXFP8 inference paths not taken here).
     for name in ("float8_e8m0fnu", "float4_e2m1fn_x2"):
@@ -172,6 +222,45 @@ def _patch_torch_for_cpu():
             elastic_api._get_socket_with_port = _get_socket_with_port
     except ImportError:
         pass
+    # 2024 Megatron reads `packaging` from pkg_resources, which setuptools 81
+    # removed: where it is gone, a module holding only that.
+    try:
+        import pkg_resources  # noqa: F401
+    except ImportError:
+        import types
+        import packaging.version
+        sys.modules["pkg_resources"] = types.ModuleType("pkg_resources")
+        sys.modules["pkg_resources"].packaging = packaging
+
+
+def _gloo_uneven_all_gather():
+    """gloo's all_gather wants every tensor of the list the size of the input;
+    NCCL's (what Megatron's gather with output_split_sizes, e.g. the
+    all-to-all dispatcher's gather of tokens over TP, relies on) takes
+    tensors of different lengths along dim 0. Uneven lists are gathered
+    padded to the longest and cut back: the same values NCCL gives."""
+    import torch.distributed as tdist
+    real = tdist.all_gather
+    if getattr(real, "_uneven", False):
+        return
+
+    def all_gather(tensor_list, tensor, group=None, async_op=False):
+        if async_op or all(t.shape == tensor.shape for t in tensor_list):
+            return real(tensor_list, tensor, group=group, async_op=async_op)
+        rest = tuple(tensor.shape[1:])
+        if any(tuple(t.shape[1:]) != rest for t in tensor_list):
+            raise RuntimeError("uneven all_gather: only dim 0 may differ")
+        longest = max(t.shape[0] for t in tensor_list)
+        padded = tensor.new_zeros((longest,) + rest)
+        padded[:tensor.shape[0]] = tensor
+        gathered = [tensor.new_empty((longest,) + rest) for _ in tensor_list]
+        real(gathered, padded, group=group)
+        for out, got in zip(tensor_list, gathered):
+            out.copy_(got[:out.shape[0]])
+        return None
+
+    all_gather._uneven = True
+    tdist.all_gather = all_gather
 
 
 def _accepts(callable_, name):
@@ -392,9 +481,15 @@ def _ddp(module, config, parallel_state):
     (model, finalize) with finalize = finalize_model_grads + main_grad as
     .grad (FP32Optimizer.prepare_grads)."""
     from megatron.core import distributed
-    ddp_config_cls = distributed.DistributedDataParallelConfig
-    ddp_config = ddp_config_cls(**_known_fields(ddp_config_cls, dict(
-        overlap_grad_reduce=False, use_distributed_optimizer=False, average_in_collective=False)))
+    options = dict(overlap_grad_reduce=False, use_distributed_optimizer=False)
+    if hasattr(distributed, "DistributedDataParallelConfig"):
+        ddp_config_cls = distributed.DistributedDataParallelConfig
+        args = (config, ddp_config_cls(**_known_fields(
+            ddp_config_cls, dict(options, average_in_collective=False))), module)
+        options = {}
+    else:  # 2023 trees: the options are the constructor's, gradients in fp32
+        args = (config, module)
+        options["accumulate_allreduce_grads_in_fp32"] = True
     groups = {}
     if _accepts(distributed.DistributedDataParallel, "data_parallel_group"):
         groups["data_parallel_group"] = parallel_state.get_data_parallel_group(
@@ -402,8 +497,9 @@ def _ddp(module, config, parallel_state):
                if _accepts(parallel_state.get_data_parallel_group, "with_context_parallel") else {}))
     if _accepts(distributed.DistributedDataParallel, "expert_data_parallel_group"):
         groups["expert_data_parallel_group"] = parallel_state.get_data_modulo_expert_parallel_group()
-    model = distributed.DistributedDataParallel(config, ddp_config, module, **groups)
-    model.zero_grad_buffer()
+    model = distributed.DistributedDataParallel(*args, **options, **groups)
+    # (2023 trees ask whether to zero the buffer: yes without the distributed optimizer)
+    model.zero_grad_buffer(**({"zero_buffer": True} if _accepts(model.zero_grad_buffer, "zero_buffer") else {}))
 
     def finalize():
         distributed.finalize_model_grads([model])
@@ -509,6 +605,330 @@ def build_moe_router_z_loss(world):
     return dict(model=model, inputs=[("x", (4, 2, 4), Shard(0, tp, rank))],
                 params={n: WHOLE for n, _ in model.named_parameters()}, outputs=[Shard(0, tp, rank)],
                 loss=loss, finalize=finalize)
+
+
+def _recipe_routing(sequence, batch, experts, topk):
+    """shardproof's recipes._routing: expert ids [sequence, batch, topk] of
+    the global batch, distinct per token, every expert getting tokens from
+    every slice of the batch, in uneven numbers (with even numbers per
+    sequence shard the aux-loss bug would be invisible)."""
+    import torch
+    tokens = torch.arange(sequence * batch)
+    choices = [(3 * tokens + k * (1 + tokens % (experts - 1))) % experts for k in range(topk)]
+    return torch.stack(choices, dim=-1).reshape(sequence, batch, topk)
+
+
+def _replay_routing(routing, this_rank, *modules):
+    """The router's top-k choice pinned to `routing` (the global batch's) in
+    the tree's `modules`: torch.topk over scores of this rank's tokens (or
+    of the whole batch) returns their expert ids. Also the real ids under
+    identical weights; pinned as the recipes pin them."""
+    import torch
+    topk = routing.shape[-1]
+    fixed = _TorchWithFixedTopk(torch, [this_rank.take(routing).reshape(-1, topk),
+                                        routing.reshape(-1, topk)])
+    for module in modules:
+        module.torch = fixed
+
+
+def build_moe_router_aux_loss(world):
+    """shardproof's moe_router recipe with loss=aux_loss at tp=world: TopKRouter
+    (4 experts, top-2, allgather dispatcher, hidden 4), sequence parallel
+    (MoE with TP needs SP), load-balancing loss coefficient 0.01 (no z-loss),
+    routing replayed (_recipe_routing); each rank routes its sequence shard.
+    Under Megatron's DDP and finalize_model_grads (the gating weight is a
+    sequence-parallel parameter: all-reduced over TP). Loss: the batch mean
+    of (probs * probs).sum(); the aux loss reaches the gating weight through
+    the tree's MoEAuxLossAutoScaler. Output: the routing probabilities."""
+    import torch
+    parallel_state = _megatron(world)
+    tp, rank = _tp_rank_size()
+    from megatron.core.transformer.moe import router, moe_utils
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    values = dict(num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=tp,
+                  tensor_model_parallel_size=tp, sequence_parallel=tp > 1, num_moe_experts=4,
+                  moe_router_topk=2, moe_token_dispatcher_type="allgather", moe_aux_loss_coeff=0.0,
+                  add_bias_linear=False, use_cpu_initialization=True,
+                  perform_initialization=True, gradient_accumulation_fusion=False)
+    config = TransformerConfig(**_known_fields(TransformerConfig, values))
+    config.moe_aux_loss_coeff = 0.01  # after the config's checks, as the recipe sets it
+    kw = {}
+    if _accepts(router.TopKRouter, "pg_collection"):
+        kw["pg_collection"] = moe_utils.get_default_pg_collection()
+    r = router.TopKRouter(config=config, **kw)
+    tokens = Shard(0, tp, rank)
+    _replay_routing(_recipe_routing(4, 2, 4, 2), tokens, moe_utils, router)
+
+    class Probs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = r
+
+        def forward(self, x):
+            probs = self.router(x)[0]
+            return probs.reshape(x.shape[0], x.shape[1], -1)
+
+    model, finalize = _ddp(Probs(), config, parallel_state)
+
+    def loss(out):
+        return (out * out).sum() / out.shape[1]
+
+    return dict(model=model, inputs=[("x", (4, 2, 4), tokens)],
+                params={n: WHOLE for n, _ in model.named_parameters()}, outputs=[tokens],
+                loss=loss, finalize=finalize)
+
+
+def build_moe_layer_alltoall(world):
+    """shardproof's moe_layer_replay recipe (alltoall dispatcher, top-2,
+    experts tensor-parallel over tp) at tp=2, ep=2 (world 4; tp=ep=1 at world
+    1): the tree's MoELayer with MoESubmodules of SequentialMLP experts of
+    Column/RowParallelLinear (get_moe_module_spec(use_te=False)), 4 experts (2 local per
+    expert-parallel rank), hidden 4, ffn 8, sequence parallel, no aux loss,
+    routing replayed (_recipe_routing). The expert-parallel ranks are
+    data-parallel ranks of the dense router: each takes its slice of the
+    batch (dim 1), then its tensor-parallel slice of the sequence. Under
+    Megatron's DDP and finalize_model_grads; loss the batch mean of
+    (out * out).sum(). Local expert i of expert-parallel rank e is compared
+    with global expert e*2+i of the world-1 run (spec["rename"])."""
+    import re
+    import torch
+    tp, ep = (2, 2) if world > 1 else (1, 1)
+    if tp * ep != world:
+        raise RuntimeError(f"moe_layer_alltoall runs at world 1 or 4, not {world}")
+    parallel_state = _megatron(world, tp=tp, ep=ep)
+    tp, tp_rank = _tp_rank_size()
+    dp, dp_rank = parallel_state.get_data_parallel_world_size(), parallel_state.get_data_parallel_rank()
+    from megatron.core.transformer.moe import router, moe_utils
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    from megatron.core.transformer.spec_utils import ModuleSpec
+    from megatron.core.transformer.mlp import MLPSubmodules
+    from megatron.core.transformer.moe import moe_layer
+    from megatron.core.transformer.moe.experts import SequentialMLP
+    from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
+    values = dict(num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=tp,
+                  tensor_model_parallel_size=tp, expert_model_parallel_size=ep,
+                  sequence_parallel=tp > 1, num_moe_experts=4, moe_router_topk=2,
+                  moe_token_dispatcher_type="alltoall", moe_aux_loss_coeff=0.0,
+                  add_bias_linear=False, use_cpu_initialization=True,
+                  perform_initialization=True, gradient_accumulation_fusion=False,
+                  bias_activation_fusion=False)
+    config = TransformerConfig(**_known_fields(TransformerConfig, values))
+    # What get_moe_module_spec(use_te=False, moe_grouped_gemm=False) builds;
+    # its module (megatron.core.models.gpt) imports Transformer Engine.
+    experts = ModuleSpec(module=SequentialMLP, submodules=MLPSubmodules(
+        linear_fc1=ColumnParallelLinear, linear_fc2=RowParallelLinear))
+    layer = moe_layer.MoELayer(config, moe_layer.MoESubmodules(experts=experts))
+    tokens = Shard(1, dp, dp_rank, then=Shard(0, tp, tp_rank))
+    _replay_routing(_recipe_routing(4, 2, 4, 2), tokens, moe_utils, router)
+    model, finalize = _ddp(layer, config, parallel_state)
+    indices = list(layer.local_expert_indices)
+
+    def rename(name):
+        return re.sub(r"(local_experts\.)(\d+)", lambda m: f"{m.group(1)}{indices[int(m.group(2))]}", name)
+
+    # Experts are tensor-parallel over the expert-tensor-parallel group (tp here).
+    etp_rank = tp_rank
+    if tp > 1 and hasattr(parallel_state, "get_expert_tensor_parallel_rank"):
+        etp_rank = parallel_state.get_expert_tensor_parallel_rank()
+    params = _megatron_param_shards(model, tp, tp_rank)
+    for name, p in model.named_parameters():
+        if "local_experts" in name and params[name] is not None:
+            params[name] = Shard(p.partition_dim, tp, etp_rank)
+
+    def loss(out):
+        return (out * out).sum() / out.shape[1]
+
+    return dict(model=model, inputs=[("x", (4, 2, 4), tokens)], params=params, outputs=[tokens],
+                loss=loss, finalize=finalize, rename=rename, input_grad_scale=1.0 / dp)
+
+
+# ---- Megatron's legacy model (megatron/model, later megatron/legacy/model) ----
+
+def _legacy(module, **arguments):
+    """`module` of the tree's legacy model, Megatron's global training
+    arguments set first (as shardproof's recipes set them): the argument
+    parser's defaults of what the legacy code reads, and `arguments`."""
+    import importlib.util
+    import types
+    legacy = importlib.util.find_spec("megatron.legacy") is not None  # moved there in 2024
+    package, global_vars = (("megatron.legacy.model", "megatron.training.global_vars") if legacy
+                            else ("megatron.model", "megatron.global_vars"))
+    _transformer_engine_stand_in()
+    values = dict(swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
+                  bias_gelu_fusion=False, normalization="RMSNorm", norm_epsilon=1e-5,
+                  apply_layernorm_1p=False, sequence_parallel=False, moe_router_topk=1)
+    _import_without_apex(global_vars).set_args(types.SimpleNamespace(**dict(values, **arguments)))
+    return _import_without_apex(f"{package}.{module}")
+
+
+def _transformer_engine_stand_in():
+    """2024 trees import megatron/core/transformer/custom_layers/
+    transformer_engine.py, which imports transformer_engine unguarded, from
+    the GPT model the legacy model imports. Without TE it is a module whose
+    classes and functions refuse to be used: nothing run here uses TE."""
+    import importlib
+    name = "megatron.core.transformer.custom_layers.transformer_engine"
+    try:
+        importlib.import_module(name)
+        return
+    except ImportError:
+        pass
+    stand_in = _refusing_module(name, "Transformer Engine's")
+    stand_in.SplitAlongDim = stand_in.get_cpu_offload_context = None  # the trees' own "no TE" values
+    sys.modules[name] = stand_in
+
+
+def _refusing_module(name, whose):
+    """A module whose every attribute refuses to be used: a class that cannot
+    be built for a capitalised name, else a function that raises."""
+    import types
+    module = types.ModuleType(name)
+
+    def attribute(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+
+        def used(*args, **kwargs):
+            raise RuntimeError(f"{name}.{attr} ({whose}) is absent here")
+        return type(attr, (), {"__new__": used}) if attr[:1].isupper() else used
+
+    module.__getattr__ = attribute
+    return module
+
+
+def _import_without_apex(name):
+    """import `name` where apex is absent: the legacy optimizer and 2024's
+    megatron.training (through megatron.core.optimizer) import apex at
+    import time, and nothing run here uses it. For that import only, apex's
+    modules are refusing ones (_refusing_module)."""
+    import importlib
+    stand_ins = {}
+    for module in ("apex", "apex.optimizers", "apex.multi_tensor_apply", "amp_C"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            stand_ins[module] = _refusing_module(module, "apex's")
+    sys.modules.update(stand_ins)
+    try:
+        return importlib.import_module(name)
+    finally:
+        for module in stand_ins:
+            sys.modules.pop(module, None)
+
+
+def _legacy_layernorm_grad_reduction(model):
+    """The legacy training loop's reduction of the gradients of parameters
+    marked `sequence_parallel` (trees without megatron.core.distributed): the
+    tree's MegatronOptimizer.allreduce_layernorm_grads, on main_grad = grad
+    (the legacy DDP's buffer, at dp 1). With no parameter marked it is not
+    called: it would all-reduce an empty list, which torch refuses, and
+    reduces nothing of this component then."""
+    import types
+
+    def finalize():
+        if not any(getattr(p, "sequence_parallel", False) for p in model.parameters()):
+            return
+        for p in model.parameters():
+            p.main_grad = p.grad
+        from megatron import get_args
+        optimizer = _import_without_apex("megatron.optimizer.optimizer")
+        optimizer.MegatronOptimizer.allreduce_layernorm_grads(types.SimpleNamespace(models=[model]), get_args())
+
+    return finalize
+
+
+def _legacy_norm(hidden, sequence_parallel):
+    """The legacy model's get_norm (RMSNorm, as the training arguments say)."""
+    import types
+    utils = _legacy("utils", hidden_size=hidden, sequence_parallel=sequence_parallel)
+    return utils.get_norm(types.SimpleNamespace(hidden_size=hidden, layernorm_epsilon=1e-5,
+                                                persist_layer_norm=False, sequence_parallel=sequence_parallel))
+
+
+def build_legacy_rms_norm(world):
+    """shardproof's legacy_norm recipe at tp=world, sp on: the legacy model's
+    get_norm (RMSNorm) on this rank's sequence shard of [seq 4, batch 2,
+    hidden 8], its weight's gradient reduced as the legacy training loop
+    does (_legacy_layernorm_grad_reduction)."""
+    _megatron(world)
+    tp, rank = _tp_rank_size()
+    norm = _legacy_norm(8, tp > 1)
+    seq = Shard(0, tp, rank)
+    return dict(model=norm, inputs=[("x", (4, 2, 8), seq)], params={n: WHOLE for n, _ in norm.named_parameters()},
+                outputs=[seq], finalize=_legacy_layernorm_grad_reduction(norm))
+
+
+class _TorchReplayingArgmax:
+    """Stands for `torch` in the legacy transformer module: the max over
+    sinkhorn-balanced router scores [tokens, experts] (dim 1) returns the
+    fixed expert of each token (a choice: no gradient flows through it), as
+    the recipes replay it; every other attribute is torch's. Sinkhorn
+    balances over the tokens a rank holds: under sequence parallelism its
+    choice would differ from the whole sequence's by that alone."""
+
+    def __init__(self, real, experts):
+        self._real, self._experts = real, experts.reshape(-1, 1)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def max(self, input, *args, **kwargs):
+        dim = args[0] if args else kwargs.get("dim")
+        if dim == 1 and input.dim() == 2 and input.shape[0] == self._experts.shape[0]:
+            return self._real.gather(input, 1, self._experts).squeeze(1), self._experts.squeeze(1)
+        return self._real.max(input, *args, **kwargs)
+
+
+def build_switch_mlp(world, sequence_parallel=True):
+    """shardproof's switch_mlp recipe at tp=world: the legacy get_norm
+    (RMSNorm), then the legacy SwitchMLP (4 experts of ParallelMLP 4 -> 8 ->
+    4, no bias, top-1 after sinkhorn, the choice replayed: _recipe_routing)
+    on [seq 4, batch 2, hidden 4], this rank's sequence shard under sequence
+    parallelism. Trained as the tree trains it: Megatron's DDP and
+    finalize_model_grads where it has megatron.core.distributed, else the
+    legacy optimizer's reduction. Loss: the batch mean of (out * out).sum()."""
+    import importlib.util
+    import torch
+    parallel_state = _megatron(world)
+    tp, rank = _tp_rank_size()
+    sp = sequence_parallel and tp > 1
+    from megatron.core.transformer.transformer_config import TransformerConfig
+    config = TransformerConfig(**_known_fields(TransformerConfig, dict(
+        num_layers=1, hidden_size=4, ffn_hidden_size=8, num_attention_heads=tp,
+        tensor_model_parallel_size=tp, sequence_parallel=sp, num_moe_experts=4, moe_router_topk=1,
+        moe_aux_loss_coeff=0.0, add_bias_linear=False, use_cpu_initialization=True,
+        perform_initialization=True, gradient_accumulation_fusion=False)))
+    norm = _legacy_norm(4, sp)
+    legacy = _legacy("transformer", hidden_size=4, sequence_parallel=sp, num_experts=4)
+    tokens = Shard(0, tp, rank) if sp else WHOLE
+    routing = _recipe_routing(4, 2, 4, 1)
+    legacy.torch = _TorchReplayingArgmax(torch, tokens.take(routing) if tokens else routing)
+
+    class PreNormMLP(torch.nn.Module):  # a transformer layer's MLP half (as the recipe's)
+        def __init__(self):
+            super().__init__()
+            self.norm, self.mlp = norm, legacy.SwitchMLP(config)
+
+        def forward(self, x):
+            return self.mlp(self.norm(x))
+
+    module = PreNormMLP()
+    if importlib.util.find_spec("megatron.core.distributed"):
+        model, finalize = _ddp(module, config, parallel_state)
+    else:
+        model, finalize = module, _legacy_layernorm_grad_reduction(module)
+
+    def loss(out):
+        return (out * out).sum() / out.shape[1]
+
+    return dict(model=model, inputs=[("x", (4, 2, 4), tokens)], params=_megatron_param_shards(model, tp, rank),
+                outputs=[tokens], loss=loss, finalize=finalize)
+
+
+def build_switch_mlp_no_sp(world):
+    """build_switch_mlp with tensor parallelism and no sequence parallelism
+    (shardproof's switch_mlp_no_sp): every rank holds the whole sequence."""
+    return build_switch_mlp(world, sequence_parallel=False)
 
 
 # ---- DeepSpeed ----
@@ -660,14 +1080,18 @@ def worker(builder, world, rank, port, out_path):
     spec = BUILDERS[builder](world)
     model = spec["model"]
     # The same global weights on every degree: each full parameter drawn from
-    # a generator seeded by its name, this rank's slice copied in.
+    # a generator seeded by its name, this rank's slice copied in. A rank's
+    # name is the world-1 run's name of the same parameter by spec["rename"]
+    # (local expert i of expert-parallel rank e is global expert e*local+i).
+    rename = spec.get("rename") or (lambda name: name)
     with torch.no_grad():
         for name, p in model.named_parameters():
             shard = spec["params"].get(name, WHOLE)
             full_shape = list(p.shape)
             if shard is not None:
                 full_shape[shard.dim] *= shard.parts
-            p.copy_(shard.take(_full_tensor(name, full_shape)) if shard else _full_tensor(name, full_shape))
+            full = _full_tensor(rename(name), full_shape)
+            p.copy_(shard.take(full) if shard else full)
     inputs = []
     for name, shape, shard in spec["inputs"]:
         full = _full_tensor("input:" + name, shape)
@@ -679,16 +1103,25 @@ def worker(builder, world, rank, port, out_path):
     loss_fn(outs[0]).backward()
     if spec.get("finalize"):
         spec["finalize"]()
-    result = {"outputs": [], "grads": {}, "input_grads": []}
+    # The parameters this rank holds (world-1 names): an expert is held by
+    # its expert-parallel rank only.
+    result = {"outputs": [], "grads": {}, "input_grads": [],
+              "held": [rename(name) for name, _ in model.named_parameters()]}
     for o, shard in zip(outs, spec["outputs"]):
         result["outputs"].append((o.detach().clone(), shard.as_dict() if shard else None))
     for name, p in model.named_parameters():
         if p.grad is not None:
             shard = spec["params"].get(name, WHOLE)
-            result["grads"][name] = (p.grad.detach().clone(), shard.as_dict() if shard else None)
+            result["grads"][rename(name)] = (p.grad.detach().clone(), shard.as_dict() if shard else None)
+    # A rank whose loss is the mean over its data-parallel slice of the batch
+    # gets dp times the input gradient of the global batch mean (DDP scales
+    # the parameter gradients by 1/dp; nothing scales the input's):
+    # spec["input_grad_scale"] is that 1/dp.
+    input_scale = spec.get("input_grad_scale", 1.0)
     for (name, _, shard), x in zip(spec["inputs"], inputs):
         if x.grad is not None:
-            result["input_grads"].append((name, x.grad.detach().clone(), shard.as_dict() if shard else None))
+            result["input_grads"].append((name, x.grad.detach().clone() * input_scale,
+                                          shard.as_dict() if shard else None))
     if spec.get("oracle") and world == 1:
         with torch.no_grad():
             plain = spec["oracle"](*(x.detach() for x in inputs))
@@ -726,7 +1159,20 @@ def extract(mirror_root, framework, commit, work):
         if not os.path.exists(package) and not os.path.isdir(os.path.join(tree, paths[0], "core")):
             raise RuntimeError(f"git archive of {full} gave no {paths[0]}/")
         open(marker, "w").close()
+    _extract_optional(git_dir, full, tree, OPTIONAL_PATHS.get(framework, []))
     return tree, full
+
+
+def _extract_optional(git_dir, commit, tree, paths):
+    """Each of `paths` the commit has and the tree lacks, `git archive`d into it."""
+    for path in paths:
+        present = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "-e", f"{commit}:{path}"],
+                                 capture_output=True).returncode == 0
+        if present and not os.path.exists(os.path.join(tree, path)):
+            archive = subprocess.Popen(["git", f"--git-dir={git_dir}", "archive", commit, path],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            subprocess.run(["tar", "-x", "-C", tree], stdin=archive.stdout, check=True)
+            archive.wait()
 
 
 def run_world(python, tree, framework, builder, world, work, tag, timeout):
@@ -774,7 +1220,9 @@ def compare(reference_path, rank_paths):
     ref = torch.load(reference_path, weights_only=True)
 
     def take(full, shard):
-        return full if shard is None else full.chunk(shard["parts"], dim=shard["dim"])[shard["index"]]
+        if shard is None:
+            return full
+        return take(full.chunk(shard["parts"], dim=shard["dim"])[shard["index"]], shard.get("then"))
 
     rows = {}
 
@@ -789,8 +1237,11 @@ def compare(reference_path, rank_paths):
         rows[key] = (max(old[0], d), max(old[1], d / scale if scale else (0.0 if d == 0 else float("inf"))), "")
 
     ref_inputs = {name: g for name, g, _ in ref["input_grads"]}
+    held_anywhere = set()
     for path in rank_paths:
         got = torch.load(path, weights_only=True)
+        held = set(got.get("held", ref["grads"]))  # a rank holds only its experts
+        held_anywhere |= held
         for i, ((o, shard), (ro, _)) in enumerate(zip(got["outputs"], ref["outputs"])):
             note(f"output[{i}]", o, ro, shard)
         for name, (g, shard) in got["grads"].items():
@@ -799,10 +1250,13 @@ def compare(reference_path, rank_paths):
                 continue
             note(f"grad {name}", g, ref["grads"][name][0], shard)
         for name in ref["grads"]:
-            if name not in got["grads"]:
+            if name in held and name not in got["grads"]:
                 rows[f"grad {name}"] = (float("inf"), float("inf"), "no gradient at world N")
         for name, g, shard in got["input_grads"]:
             note(f"input grad {name}", g, ref_inputs[name], shard)
+    for name in ref["grads"]:
+        if name not in held_anywhere:
+            rows[f"grad {name}"] = (float("inf"), float("inf"), "held by no rank at world N")
     max_abs = max((r[0] for r in rows.values()), default=0.0)
     max_rel = max((r[1] for r in rows.values()), default=0.0)
     return max_abs, max_rel, rows
@@ -843,7 +1297,7 @@ def main():
     parser.add_argument("--mirrors", default="/work/.mirror")
     parser.add_argument("--only", action="append", help="bug id (repeatable)")
     parser.add_argument("--tree", help="an extracted tree to use instead of the mirror (with --only, --role)")
-    parser.add_argument("--role", choices=["parent", "fix"], help="with --tree")
+    parser.add_argument("--role", choices=["parent", "fix", "before"], help="with --tree")
     parser.add_argument("--python", default=sys.executable, help="interpreter of the workers (torch 2.x)")
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "confirm_real"))
     parser.add_argument("--timeout", type=float, default=600)
@@ -883,7 +1337,10 @@ def main():
         bug["parent"] = entry.get("parent", entry.get("seen_at", bug["parent"]))
         fixed_in = entry.get("fix", entry.get("fixed_in", bug["fix"]))
         bug["fix"] = None if fixed_in in (None, "open") else fixed_in
-        roles = [args.role] if args.role else ["parent"] + (["fix"] if bug["fix"] else [])
+        # A regression's `before` (clean, as a fix is) where one is named.
+        bug["before"] = entry.get("before", bug.get("before"))
+        roles = [args.role] if args.role else (
+            ["parent"] + (["fix"] if bug["fix"] else []) + (["before"] if bug["before"] else []))
         for role in roles:
             try:
                 if args.tree:
@@ -900,7 +1357,8 @@ def main():
             if differs != expected:
                 ok = False
         if not bug["fix"]:
-            print(f"{bug_id}: open bug (no fix commit): parent only")
+            print(f"{bug_id}: open bug (no fix commit): parent"
+                  f"{' and before' if bug['before'] else ' only'}")
     print("confirmed" if ok else "NOT confirmed")
     return 0 if ok else 1
 
