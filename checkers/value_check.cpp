@@ -214,12 +214,37 @@ Example make_example(const CheckContext &context, const ValueObligation &ob,
   return example;
 }
 
+// A value made in the recipe that drives the analysed tree (an input's
+// slice) is reported where the tree first takes it on its way to `to`: the
+// first operation of the analysed code that depends on it.
+void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to) {
+  if (!divergence.loc.harness || !divergence.node || to >= home.nodes.size() ||
+      *divergence.node > to)
+    return;
+  std::vector<bool> reached(to + 1, false); // ids grow in execution order
+  reached[*divergence.node] = true;
+  for (ir::NodeId id = *divergence.node + 1; id <= to; ++id) {
+    const ir::Node &node = home.node(id);
+    reached[id] = std::any_of(node.inputs.begin(), node.inputs.end(),
+                              [&](ir::NodeId in) { return in <= to && reached[in]; });
+    if (reached[id] && !node.loc.harness) {
+      divergence.loc = node.loc;
+      divergence.op = node.op;
+      divergence.category = node.category;
+      divergence.node = id;
+      return;
+    }
+  }
+}
+
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
   auto &store = context.store;
   const Layout inferred = infer_layout(store, ob.value, context.seeds());
   auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
                                       inferred, context.seeds());
+  if (divergence)
+    move_into_analysed_code(context.program.rank(ob.home_rank), *divergence, ob.home_node);
   Diagnosis diagnosis = diagnose(store, ob, inferred, divergence, context.seeds());
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == RuleCode::WrongScaling &&
@@ -380,7 +405,7 @@ struct Ancestry {
   }
   Divergence at(ir::NodeId id) const {
     const ir::Node &n = home.node(id);
-    return Divergence{n.loc, n.op, n.category, *layout_of(id), false, {}};
+    return Divergence{n.loc, n.op, n.category, *layout_of(id), false, id, {}};
   }
   // Walks back from `from` while the inputs keep satisfying `same`, showing
   // `visit` every node it steps to.
@@ -531,8 +556,9 @@ std::optional<Divergence> first_unrelated_value(const Ancestry &a) {
         if (!culprit && !a.is_collective(in))
           culprit = in;
       });
-      const ir::Node &n = a.home.node(culprit.value_or(start));
-      return Divergence{n.loc, n.op, n.category, Layout{}, true, {}};
+      ir::NodeId at = culprit.value_or(start);
+      const ir::Node &n = a.home.node(at);
+      return Divergence{n.loc, n.op, n.category, Layout{}, true, at, {}};
     }
     Divergence d = a.at(id);
     d.off_reference_path = a.off_reference_path.count(id) > 0;

@@ -54,6 +54,7 @@ struct Divergence {
   ir::OpCategory category = ir::OpCategory::Other;
   Layout layout;
   bool off_reference_path = false; // made on a line the reference never ran
+  std::optional<ir::NodeId> node;  // the home rank's node, where one was located
   // The strategy that located it (value_check.cpp's kStrategies): "scaled-chain",
   // "misplaced-rows", "unreduced-partial-sum" or "first-unrelated-value".
   std::string_view strategy;

@@ -129,6 +129,25 @@ std::string recipe_file(const std::string &framework) {
   return fmt::format("{}/{}/recipes.py", SHARDPROOF_RECIPES_DIR, framework);
 }
 
+// Marks the locations in the recipe file `harness`: the analysed code is the
+// tree it builds, and a finding points into the tree (checkers relocate).
+void mark_harness(TracedProgram &program, const std::string &harness) {
+  std::error_code error;
+  const fs::path recipe = fs::weakly_canonical(harness, error);
+  std::map<std::string, bool> is_recipe; // by file as traced
+  auto mark = [&](ir::Trace &trace) {
+    for (ir::Node &node : trace.nodes) {
+      auto [it, fresh] = is_recipe.try_emplace(node.loc.file, false);
+      if (fresh)
+        it->second = fs::weakly_canonical(node.loc.file, error) == recipe;
+      node.loc.harness = it->second;
+    }
+  };
+  mark(program.reference);
+  for (ir::Trace &rank : program.ranks)
+    mark(rank);
+}
+
 // The recipes read the tree's location from the environment.
 std::map<std::string, std::string> tree_environment(const std::string &root,
                                                     const std::string &framework) {
@@ -154,6 +173,8 @@ TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &targe
   tracer(1, 0, terms::VarKind::Reference, program.reference, {});
   if (!program.failure)
     program.ranks = trace_ranks(store, options.world, program.failure, tracer);
+  if (!target.environment.empty()) // a recipe that builds a framework tree
+    mark_harness(program, target.path);
   program.sources = read_sources(program);
   return program;
 }

@@ -347,9 +347,20 @@ class TensorParallelMappings(torch.nn.Module):
     values that depend on the parameters. `contiguous=False` hands every
     mapping a non-contiguous tensor of the same values."""
 
+    MAPPINGS = ("copy_to_tensor_model_parallel_region", "gather_from_tensor_model_parallel_region",
+                "scatter_to_tensor_model_parallel_region",
+                "reduce_from_tensor_model_parallel_region", "gather_from_sequence_parallel_region",
+                "scatter_to_sequence_parallel_region",
+                "reduce_scatter_to_sequence_parallel_region")
+
     def __init__(self, tp, layout, sizes, contiguous):
         super().__init__()
-        self.tp, self.sequence_parallel = tp, layout.sp and layout.tp > 1
+        # The functions are read from mappings.py itself: 2023 trees do not
+        # export all of them from the package.
+        from megatron.core.tensor_parallel import mappings
+        for name in self.MAPPINGS:
+            _component(mappings, name)
+        self.tp, self.sequence_parallel = mappings, layout.sp and layout.tp > 1
         self.prepare = (lambda t: t) if contiguous else _noncontiguous
         self.w1 = torch.nn.Parameter(torch.empty(sizes.ffn // layout.tp, sizes.hidden))
         self.w2 = torch.nn.Parameter(torch.empty(sizes.hidden, sizes.ffn // layout.tp))
@@ -790,8 +801,11 @@ def _moe_config(layout, dispatcher="alltoall", num_experts=None, topk=2, **extra
         moe_aux_loss_coeff=0.0, add_bias_linear=False)
     if option("per_token_loss", 0):  # the router reads it when built
         values["calculate_per_token_loss"] = True
+    missing = [k for k, v in extra.items() if k not in known and v]
+    if missing:
+        raise ComponentAbsent(f"this Megatron tree's TransformerConfig has no {missing[0]}")
     values.update(extra)
-    return TransformerConfig(**{k: v for k, v in values.items() if k in known or k in extra})
+    return TransformerConfig(**{k: v for k, v in values.items() if k in known})
 
 
 def _moe_tokens(x, layout):
@@ -918,6 +932,10 @@ def moe_router():
     missing = [k for k in (*losses, *fields) if not _accepts(TransformerConfig, k)]
     if missing:
         raise ComponentAbsent(f"this Megatron tree's TransformerConfig has no {missing[0]}")
+    balancing = fields.get("moe_router_load_balancing_type")
+    if balancing and f'"{balancing}"' not in inspect.getsource(router):
+        # The config takes any string; the router refuses it in forward.
+        raise ComponentAbsent(f"this Megatron tree's router has no {balancing} load balancing")
     router_class = _component(router, "TopKRouter")
     extra = {}
     if _accepts(router_class, "pg_collection"):  # after 2024: explicit process groups

@@ -23,6 +23,9 @@ struct SourceLoc {
   int line = 0;
   int column = 0; // 1-based; 0 when unknown
   std::string function;
+  // A line of the recipe that drives an analysed framework tree, not of the
+  // tree: never a finding's primary location (the frontend marks it).
+  bool harness = false;
   std::string str() const; // "file:line" or "file:line:col"
   bool operator==(const SourceLoc &) const = default;
 };

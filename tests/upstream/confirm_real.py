@@ -96,6 +96,10 @@ BUGS = {
         framework="megatron", builder="moe_router_aux_loss", world=2,
         parent="7214c115d20e6a8df2ca6b3ab9bfb7f307c1b707",
         fix="6cb81d7d54b50ea8cc91e45ce61d4f917e4f2b0c"),
+    "megatron-router-per-token-loss-tp-scaling": dict(
+        framework="megatron", builder="moe_router_aux_loss_per_token", world=2,
+        parent="591605eedab0bfad5b1aacccef71a9f564299527",
+        fix="9ef8a2a4208565d1d68728b864bcd873a7443f8a"),
     "megatron-moe-a2a-local-expert-order": dict(
         framework="megatron", builder="moe_layer_alltoall", world=4,
         parent="b1efb3c7126ef7615e8c333432d76e08038e17ff",
@@ -479,7 +483,10 @@ def _ddp(module, config, parallel_state):
     """Megatron's DistributedDataParallel (no overlap, no distributed
     optimizer, SUM + gradient_scaling_factor) around `module`; returns
     (model, finalize) with finalize = finalize_model_grads + main_grad as
-    .grad (FP32Optimizer.prepare_grads)."""
+    .grad (FP32Optimizer.prepare_grads); finalize(num_tokens=n) passes
+    calculate_per_token_loss's token count (config.calculate_per_token_loss
+    must be set before this call: DDP then does not scale)."""
+    import torch
     from megatron.core import distributed
     options = dict(overlap_grad_reduce=False, use_distributed_optimizer=False)
     if hasattr(distributed, "DistributedDataParallelConfig"):
@@ -501,8 +508,11 @@ def _ddp(module, config, parallel_state):
     # (2023 trees ask whether to zero the buffer: yes without the distributed optimizer)
     model.zero_grad_buffer(**({"zero_buffer": True} if _accepts(model.zero_grad_buffer, "zero_buffer") else {}))
 
-    def finalize():
-        distributed.finalize_model_grads([model])
+    def finalize(num_tokens=None):
+        # num_tokens (calculate_per_token_loss): this rank's token count; the
+        # tree sums it over the data-parallel ranks and divides every gradient.
+        distributed.finalize_model_grads([model], **(
+            {} if num_tokens is None else {"num_tokens": torch.tensor(float(num_tokens))}))
         for p in model.parameters():
             if getattr(p, "main_grad", None) is not None:
                 p.grad = p.main_grad
@@ -631,7 +641,7 @@ def _replay_routing(routing, this_rank, *modules):
         module.torch = fixed
 
 
-def build_moe_router_aux_loss(world):
+def build_moe_router_aux_loss(world, per_token_loss=False):
     """shardproof's moe_router recipe with loss=aux_loss at tp=world: TopKRouter
     (4 experts, top-2, allgather dispatcher, hidden 4), sequence parallel
     (MoE with TP needs SP), load-balancing loss coefficient 0.01 (no z-loss),
@@ -639,7 +649,16 @@ def build_moe_router_aux_loss(world):
     Under Megatron's DDP and finalize_model_grads (the gating weight is a
     sequence-parallel parameter: all-reduced over TP). Loss: the batch mean
     of (probs * probs).sum(); the aux loss reaches the gating weight through
-    the tree's MoEAuxLossAutoScaler. Output: the routing probabilities."""
+    the tree's MoEAuxLossAutoScaler. Output: the routing probabilities.
+
+    `per_token_loss` is Megatron's calculate_per_token_loss, as the recipe's
+    per_token_loss=1 (recipes._ddp_step, _tokens_of): set in the config
+    before the router (which reads it when built) and DDP; the loss is the
+    SUM of (probs * probs).sum() over this rank's tokens, and
+    finalize_model_grads gets num_tokens = this rank's token count as
+    Megatron counts it (the whole sequence of the data-parallel rank's
+    samples: the local shard's length * tp under sequence parallelism *
+    batch), which it sums over DP and divides every gradient by."""
     import torch
     parallel_state = _megatron(world)
     tp, rank = _tp_rank_size()
@@ -652,6 +671,10 @@ def build_moe_router_aux_loss(world):
                   perform_initialization=True, gradient_accumulation_fusion=False)
     config = TransformerConfig(**_known_fields(TransformerConfig, values))
     config.moe_aux_loss_coeff = 0.01  # after the config's checks, as the recipe sets it
+    if per_token_loss:
+        if not hasattr(config, "calculate_per_token_loss"):
+            raise RuntimeError("this Megatron tree has no calculate_per_token_loss")
+        config.calculate_per_token_loss = True  # before the router and DDP read it
     kw = {}
     if _accepts(router.TopKRouter, "pg_collection"):
         kw["pg_collection"] = moe_utils.get_default_pg_collection()
@@ -668,14 +691,27 @@ def build_moe_router_aux_loss(world):
             probs = self.router(x)[0]
             return probs.reshape(x.shape[0], x.shape[1], -1)
 
-    model, finalize = _ddp(Probs(), config, parallel_state)
+    model, ddp_finalize = _ddp(Probs(), config, parallel_state)
+    counted = []  # this rank's token count (per_token_loss)
 
     def loss(out):
+        if per_token_loss:
+            counted.append(out.shape[0] * (tp if config.sequence_parallel else 1) * out.shape[1])
+            return (out * out).sum()
         return (out * out).sum() / out.shape[1]
+
+    def finalize():
+        ddp_finalize(num_tokens=sum(counted) if per_token_loss else None)
 
     return dict(model=model, inputs=[("x", (4, 2, 4), tokens)],
                 params={n: WHOLE for n, _ in model.named_parameters()}, outputs=[tokens],
                 loss=loss, finalize=finalize)
+
+
+def build_moe_router_aux_loss_per_token(world):
+    """build_moe_router_aux_loss under calculate_per_token_loss (the recipe's
+    per_token_loss=1)."""
+    return build_moe_router_aux_loss(world, per_token_loss=True)
 
 
 def build_moe_layer_alltoall(world):
