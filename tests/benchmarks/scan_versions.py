@@ -228,6 +228,14 @@ def write_into(path, framework, text):
         f.write(doc)
 
 
+def save(options, rows):
+    if options.write:
+        write_into(options.write, options.framework, table(options.framework, rows))
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--git-dir", required=True)
@@ -267,13 +275,8 @@ def main():
             row["recipe_errors"].append(unmet)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    text = table(options.framework, rows)
-    print(text, end="")
-    if options.write:
-        write_into(options.write, options.framework, text)
-    if options.json:
-        with open(options.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        save(options, rows)  # after each version: a long sweep keeps what it has
+    print(table(options.framework, rows), end="")
     sys.exit(1 if any(r["recipe_errors"] for r in rows) else 0)
 
 
