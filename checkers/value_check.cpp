@@ -214,28 +214,6 @@ Example make_example(const CheckContext &context, const ValueObligation &ob,
   return example;
 }
 
-// A value made in the recipe that drives the analysed tree (an input's
-// slice) is reported where the tree first takes it on its way to `to`: the
-// first operation of the analysed code that depends on it.
-void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to) {
-  if (!divergence.loc.harness || !divergence.node || to >= home.nodes.size() ||
-      *divergence.node > to)
-    return;
-  std::vector<bool> reached(to + 1, false); // ids grow in execution order
-  reached[*divergence.node] = true;
-  for (ir::NodeId id = *divergence.node + 1; id <= to; ++id) {
-    const ir::Node &node = home.node(id);
-    reached[id] = std::any_of(node.inputs.begin(), node.inputs.end(),
-                              [&](ir::NodeId in) { return in <= to && reached[in]; });
-    if (reached[id] && !node.loc.harness) {
-      divergence.loc = node.loc;
-      divergence.op = node.op;
-      divergence.category = node.category;
-      divergence.node = id;
-      return;
-    }
-  }
-}
 
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
@@ -597,6 +575,28 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
       return found;
     }
   return std::nullopt;
+}
+
+// A value made in the recipe (an input's slice) is reported where the tree
+// first takes it.
+void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to) {
+  if (!divergence.loc.harness || !divergence.node || to >= home.nodes.size() ||
+      *divergence.node > to)
+    return;
+  std::vector<bool> reached(to + 1, false); // ids grow in execution order
+  reached[*divergence.node] = true;
+  for (ir::NodeId id = *divergence.node + 1; id <= to; ++id) {
+    const ir::Node &node = home.node(id);
+    reached[id] = std::any_of(node.inputs.begin(), node.inputs.end(),
+                              [&](ir::NodeId in) { return in <= to && reached[in]; });
+    if (reached[id] && !node.loc.harness) {
+      divergence.loc = node.loc;
+      divergence.op = node.op;
+      divergence.category = node.category;
+      divergence.node = id;
+      return;
+    }
+  }
 }
 
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,

@@ -69,6 +69,11 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
                                             const Layout &value_layout,
                                             const prover::Seeds &seeds);
 
+// A divergence located in the recipe that drives an analysed tree (its
+// loc.harness) moves to the first operation of the tree that its value
+// reaches on the way to node `to` of `home`: findings point into the tree.
+void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to);
+
 // The entry's tensor- and data-parallel groups, when smaller than the world.
 using AxisGroups = std::map<Layout::Over, std::vector<std::vector<int>>>;
 AxisGroups axis_groups(const ir::LinkedProgram &program);

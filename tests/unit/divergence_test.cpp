@@ -152,3 +152,33 @@ TEST(DivergenceLocator, AveragedSumIsBlamedOnTheCollectiveThatScaledIt) {
   EXPECT_EQ(d->layout.factor, mpq_class(1, 2));
   EXPECT_EQ(d->strategy, "scaled-chain");
 }
+
+TEST(DivergenceLocator, AValueMadeInTheRecipeIsReportedWhereTheTreeFirstTakesIt) {
+  // recipe.py:1 slices an input (harness); tree.py:2 uses another value,
+  // tree.py:3 reshapes the slice, tree.py:4 returns the result.
+  ir::Trace trace;
+  auto node = [&](std::string file, int line, std::string op, std::vector<ir::NodeId> inputs,
+                  bool harness) {
+    ir::Node n;
+    n.op = std::move(op);
+    n.loc = {std::move(file), line, 0, {}, harness};
+    n.inputs = std::move(inputs);
+    return trace.add_node(std::move(n));
+  };
+  ir::NodeId slice = node("recipe.py", 1, "narrow", {}, true);
+  ir::NodeId other = node("tree.py", 2, "ones", {}, false);
+  ir::NodeId reshape = node("tree.py", 3, "reshape", {slice}, false);
+  ir::NodeId out = node("tree.py", 4, "add", {reshape, other}, false);
+  checkers::Divergence d{trace.node(slice).loc, "narrow", ir::OpCategory::Other, Layout{},
+                         true, slice, {}};
+  checkers::move_into_analysed_code(trace, d, out);
+  EXPECT_EQ(d.loc.str(), "tree.py:3");
+  EXPECT_EQ(d.op, "reshape");
+  EXPECT_EQ(d.node, reshape);
+
+  // A divergence in the tree stays where it is.
+  checkers::Divergence in_tree{trace.node(other).loc, "ones", ir::OpCategory::Other,
+                               Layout{}, false, other, {}};
+  checkers::move_into_analysed_code(trace, in_tree, out);
+  EXPECT_EQ(in_tree.loc.line, 2);
+}
