@@ -12,8 +12,9 @@ the component is built through its public API, so the code proved is the
 tree's own.
 
 DeepSpeed's Python requirements must be importable by shardproof's
-interpreter. Debian 12 ships pydantic 1.10, which only trees that still carry
-deepspeed/pydantic_v1.py accept; newer trees need pydantic>=2: run
+interpreter. Debian 12 ships pydantic 1.10, which 2023 trees (pydantic 1's
+API) and trees that carry deepspeed/pydantic_v1.py accept; newer trees need
+pydantic>=2: run
 shardproof in a virtual environment that has it (VIRTUAL_ENV), or name the
 folder that holds it with --python-path.
 
@@ -44,12 +45,27 @@ def _requirements(root):
     except ImportError:
         raise RecipeError("DeepSpeed needs pydantic, which this interpreter lacks: "
                           "pass --python-path with a folder that holds it") from None
-    shim = os.path.join(root, "deepspeed", "pydantic_v1.py")
-    if not str(getattr(pydantic, "VERSION", "2")).startswith("2") and not os.path.exists(shim):
-        raise RecipeError(f"this DeepSpeed tree needs pydantic>=2, the interpreter has "
+    needed = _pydantic_major(root)
+    installed = str(getattr(pydantic, "VERSION", "2")).split(".")[0]
+    if needed and needed != installed:
+        raise RecipeError(f"this DeepSpeed tree needs pydantic {needed}, the interpreter has "
                           f"{pydantic.VERSION} (from {os.path.dirname(pydantic.__file__)}): "
-                          "run in a virtual environment with pydantic 2 or pass "
+                          f"run in a virtual environment with pydantic {needed} or pass "
                           "--python-path with a folder that holds it")
+
+
+def _pydantic_major(root):
+    """The pydantic major version the tree's config models are written for:
+    "2" (ConfigDict, field_serializer: mid-2024 on), "1" (2023: pydantic 1's
+    API), None where its deepspeed/pydantic_v1.py takes either."""
+    if os.path.exists(os.path.join(root, "deepspeed", "pydantic_v1.py")):
+        return None
+    try:
+        with open(os.path.join(root, "deepspeed", "runtime", "config_utils.py")) as f:
+            source = f.read()
+    except OSError:
+        return None
+    return "2" if "ConfigDict" in source or "field_validator" in source else "1"
 
 
 def _deepspeed():
