@@ -569,6 +569,22 @@ class _TorchWithFixedTopk:
         return self._real.histc(input, *args, **kwargs)
 
 
+def _router_probs(router):
+    """The router's probabilities [tokens, experts] viewed back as [sequence,
+    batch, experts] (the recipes' RouterOutput)."""
+    import torch
+
+    class RouterProbs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.router = router
+
+        def forward(self, x):
+            probs = self.router(x)[0]
+            return probs.reshape(x.shape[0], x.shape[1], -1)
+    return RouterProbs()
+
+
 def build_moe_router_z_loss(world):
     """TopKRouter (4 experts, top-2, allgather dispatcher) with z-loss 0.01 and
     no aux loss, tp=world with sequence parallelism (MoE with TP needs SP):
@@ -598,16 +614,7 @@ def build_moe_router_z_loss(world):
     for module in (moe_utils, router):
         module.torch = fixed
 
-    class Probs(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.router = r
-
-        def forward(self, x):
-            probs = self.router(x)[0]
-            return probs.reshape(x.shape[0], x.shape[1], -1)
-
-    model, finalize = _ddp(Probs(), config, parallel_state)
+    model, finalize = _ddp(_router_probs(r), config, parallel_state)
 
     def loss(out):
         return (out * out).sum() / out.shape[1]
@@ -682,16 +689,7 @@ def build_moe_router_aux_loss(world, per_token_loss=False):
     tokens = Shard(0, tp, rank)
     _replay_routing(_recipe_routing(4, 2, 4, 2), tokens, moe_utils, router)
 
-    class Probs(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.router = r
-
-        def forward(self, x):
-            probs = self.router(x)[0]
-            return probs.reshape(x.shape[0], x.shape[1], -1)
-
-    model, ddp_finalize = _ddp(Probs(), config, parallel_state)
+    model, ddp_finalize = _ddp(_router_probs(r), config, parallel_state)
     counted = []  # this rank's token count (per_token_loss)
 
     def loss(out):
