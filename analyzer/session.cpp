@@ -125,6 +125,17 @@ std::unique_ptr<frontend::Frontend> frontend_for(const Target &) {
 }
 } // namespace
 
+namespace {
+// Budgeted from the target's start when the run has a target time limit.
+std::unique_ptr<prover::Prover> prover_for(const SessionOptions &options,
+                                           std::chrono::steady_clock::time_point start) {
+  if (const auto &budget = options.target_time_limit)
+    return std::make_unique<prover::BudgetedProver>(options.prover, start + *budget,
+                                                    *budget);
+  return std::make_unique<prover::WorkerProver>(options.prover);
+}
+} // namespace
+
 TargetResult internal_error(const Target &target, const SessionOptions &options,
                             std::string_view what) {
   TargetResult result;
@@ -162,8 +173,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     result.trace = summarize(store, traced.ranks[0]);
     RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
       ir::LinkedProgram program(store, traced.reference, ranks);
-      prover::WorkerProver prover(options.prover);
-      checkers::CheckContext context{store, program, prover,
+      std::unique_ptr<prover::Prover> prover = prover_for(options, start);
+      checkers::CheckContext context{store, program, *prover,
                                      {},    {},      checkers::Lemmas(store)};
       checkers::run_checks(context, options.checks);
       return CheckRun{std::move(context.findings), std::move(context.obligations)};

@@ -20,6 +20,8 @@ using frontend::Target;
 struct SessionOptions {
   int world = 2;
   std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
+  // The whole target's, tracing included; none when unset (a scan sets one).
+  std::optional<std::chrono::milliseconds> target_time_limit;
   std::vector<std::string> python_path; // the user's import folders
   checkers::CheckOptions checks;
   prover::ProverOptions prover;

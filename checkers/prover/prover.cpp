@@ -437,6 +437,20 @@ Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
   return unknown("unreachable");
 }
 
+Verdict BudgetedProver::prove(terms::TermStore &store, std::span<const TermId> lhs,
+                              std::span<const TermId> rhs) {
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+  // Under a tenth of a second no worker can start, let alone prove.
+  if (left < std::chrono::milliseconds(100))
+    return unknown(fmt::format("the target's time budget ({:g} s, --target-timeout) "
+                               "was spent before this obligation",
+                               budget_.count() / 1000.0));
+  ProverOptions clamped = options_;
+  clamped.limits.wall = std::min(clamped.limits.wall, left);
+  return prove_equal(store, lhs, rhs, clamped);
+}
+
 std::string encode_verdict(const Verdict &verdict) {
   nlohmann::json j{{"kind", static_cast<int>(verdict.kind)},
                    {"method", verdict.method},

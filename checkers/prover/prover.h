@@ -14,6 +14,7 @@
 #include "checkers/prover/worker.h"
 #include "models/terms/term_store.h"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <span>
@@ -120,6 +121,27 @@ public:
 
 private:
   ProverOptions options_;
+};
+
+// One target's obligations under one wall-clock budget, so that a scan row
+// whose obligations each run to the per-obligation limit cannot hold up the
+// rows after it: each obligation gets that limit or what is left of the
+// budget, whichever is less, and once it is spent the rest are "could not
+// prove" (never tried, so never proved and never refuted).
+class BudgetedProver final : public Prover {
+public:
+  using Clock = std::chrono::steady_clock;
+  BudgetedProver(ProverOptions options, Clock::time_point deadline,
+                 std::chrono::milliseconds budget)
+      : options_(std::move(options)), deadline_(deadline), budget_(budget) {}
+  Verdict prove(terms::TermStore &store, std::span<const TermId> lhs,
+                std::span<const TermId> rhs) override;
+  const ProverOptions &options() const override { return options_; }
+
+private:
+  ProverOptions options_;
+  Clock::time_point deadline_;
+  std::chrono::milliseconds budget_; // for the reason it gives
 };
 
 std::string encode_verdict(const Verdict &verdict);

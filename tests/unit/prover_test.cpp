@@ -111,6 +111,38 @@ TEST(Prover, HardQueryUnderTheWorkerLimitIsCouldNotProve) {
   EXPECT_LT(seconds, 30.0); // killed, not waited for
 }
 
+TEST(Prover, TargetBudgetCutsTheObligationAndSkipsTheRest) {
+  using Clock = prover::BudgetedProver::Clock;
+  prover::ProverOptions options; // 10 s per obligation
+  auto budget = std::chrono::milliseconds(400);
+  prover::BudgetedProver budgeted(options, Clock::now() + budget, budget);
+  TermStore s;
+  TermId hard = motzkin_sum(s, 6), zero = s.zero();
+  auto start = Clock::now();
+  Verdict first = budgeted.prove(s, std::span(&hard, 1), std::span(&zero, 1));
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(first.kind, Verdict::Kind::Unknown);
+  EXPECT_NE(first.why.find("did not finish within 0."), std::string::npos) << first.why;
+  EXPECT_LT(seconds, 5.0); // the budget's limit, not the obligation's 10 s
+
+  // Spent: even an easy obligation is not tried, and says why.
+  TermId easy = motzkin_sum(s, 1);
+  Verdict next = budgeted.prove(s, std::span(&easy, 1), std::span(&zero, 1));
+  EXPECT_EQ(next.kind, Verdict::Kind::Unknown);
+  EXPECT_EQ(next.why, "the target's time budget (0.4 s, --target-timeout) was spent "
+                      "before this obligation");
+}
+
+TEST(Prover, TargetBudgetLeftProvesAsBefore) {
+  using Clock = prover::BudgetedProver::Clock;
+  auto budget = std::chrono::milliseconds(60000);
+  prover::BudgetedProver budgeted({}, Clock::now() + budget, budget);
+  TermStore s;
+  TermId easy = motzkin_sum(s, 1), zero = s.zero();
+  EXPECT_EQ(budgeted.prove(s, std::span(&easy, 1), std::span(&zero, 1)).kind,
+            Verdict::Kind::Proved);
+}
+
 TEST(Prover, OpaqueValuesBlockProofs) {
   TermStore s;
   TermId o = s.var("fused_op", VarKind::Opaque, "model.py:12");
