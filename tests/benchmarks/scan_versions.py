@@ -17,7 +17,9 @@ not build its component in that tree). A target the tree itself fails (it
 raised inside the tree) is counted apart: that is the tree's behaviour.
 Under the table, each version lists the targets whose verdict changed since
 the version before (proved → refuted is where a regression landed), then its
-error findings.
+error findings, and the rows whose --target-timeout budget ran out (their
+obligations left are "could not prove"; the "budget spent" column counts
+them).
 
 With --python-path (repeatable), each tree runs with the first environment,
 the interpreter's own packages or a given folder over them, that satisfies
@@ -152,7 +154,7 @@ def summarise(ref, date, commit, tree, report, failure, seconds):
     else a recipe error (the recipe could not build the component)."""
     row = {"tag": ref, "date": date, "commit": commit, "seconds": round(seconds),
            "counts": {v: 0 for v in VERDICTS}, "tree_failures": [], "recipe_errors": [],
-           "findings": [], "verdicts": {}}
+           "findings": [], "verdicts": {}, "over_budget": []}
     if failure:
         row["recipe_errors"].append(failure)
         return row
@@ -164,6 +166,8 @@ def summarise(ref, date, commit, tree, report, failure, seconds):
     for target in report["targets"]:
         row["counts"][target["verdict"]] += 1
         row["verdicts"][short_target(target["target"])] = target["verdict"]
+        if any("--target-timeout" in o["why"] for o in target["obligations"]):
+            row["over_budget"].append(short_target(target["target"]))
     verdict_of = {t["target"]: t["verdict"] for t in report["targets"]}
     for error in report["errors"]:  # absent components are listed here too
         if verdict_of.get(error["target"]) == "error":
@@ -196,19 +200,21 @@ def changes(previous, row):
 
 def table(framework, rows):
     lines = [f"| {framework} tag | commit date | commit | proved | refuted | could not prove "
-             "| absent | tree raised | recipe error | scan s | packages |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| absent | tree raised | recipe error | budget spent | scan s | packages |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         c = row["counts"]
         lines.append(f"| {row['tag']} | {row['date']} | `{row['commit']}` | {c['proved']} | "
                      f"{c['refuted']} | {c['unknown']} | {c['absent']} | "
                      f"{len(row['tree_failures'])} | {len(row['recipe_errors'])} | "
-                     f"{row['seconds']} | {row.get('packages', 'own')} |")
+                     f"{len(row.get('over_budget', []))} | {row['seconds']} | "
+                     f"{row.get('packages', 'own')} |")
     lines.append("")
     for previous, row in zip([None] + rows, rows):
         notes = (changes(previous, row) if previous else []) \
             + sorted(set(row["findings"])) + sorted(set(row["tree_failures"])) \
-            + sorted(set(row["recipe_errors"]))
+            + sorted(set(row["recipe_errors"])) \
+            + [f"budget spent: {t}" for t in row.get("over_budget", [])]
         if notes:
             lines.append(f"- {row['tag']}: " + "; ".join(n.replace("|", "/")[:300]
                                                           for n in notes))
