@@ -24,10 +24,14 @@ regression's `before`, are run).
     python confirm_real.py --bugs tests/upstream/bugs.toml --mirrors /work/.mirror [--only ID]
     python confirm_real.py --only ID --tree DIR --role parent   # a tree already extracted
 
-The interpreter must have torch 2.x with gloo (and, for DeepSpeed, pydantic 2,
-py-cpuinfo, psutil, hjson, tqdm; for 2023 Megatron, whose `import megatron`
-imports its tokenizers, six and regex); --python names another interpreter for the
-spawned workers. Megatron's CUDA calls are patched at run time in the workers
+The interpreter must have what tests/upstream/requirements.txt lists (torch
+2.x with gloo; for DeepSpeed pydantic 2, numpy 1, py-cpuinfo, psutil, hjson,
+tqdm; for Megatron einops, pyyaml, and six and regex for 2023 trees, whose
+`import megatron` imports their tokenizers):
+
+    python3 -m venv ENV && ENV/bin/pip install -r tests/upstream/requirements.txt
+
+--python names another interpreter for the spawned workers. Megatron's CUDA calls are patched at run time in the workers
 only (torch.cuda.current_device() -> "cpu", Tensor.cuda() -> self, the CUDA
 RNG tracker's fork() -> no-op, use_cpu_initialization=True and
 perform_initialization=True in the configs, torch.cuda.current_stream()
