@@ -374,3 +374,16 @@ TEST(TracingPasses, ResultThatChangesBetweenPassesIsNeverTrusted) {
       << r.out;
   EXPECT_EQ(r.out.find("  proved:"), std::string::npos) << r.out;
 }
+
+// DeepSpeed's ZeRO reduces once every parameter the running backward reaches
+// has its gradient, counted with the autograd engine's graph-task queries;
+// an unused parameter must not be counted (else nothing is ever reduced).
+TEST(Autograd, GraphTaskQueriesCountOnlyTheParametersTheBackwardReaches) {
+  auto r = run_cli(
+      {"check", "tests/e2e/frontend/used_parameter_count.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: gradient: 'first' is replicated"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("proved: gradient: 'second' is replicated"), std::string::npos)
+      << r.out;
+}

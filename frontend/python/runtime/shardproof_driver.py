@@ -66,6 +66,9 @@ class _Entry:
     model: object
     inputs: object
     loss: object = None
+    # The framework's own backward pass, called with the loss in place of
+    # loss.backward() (DeepSpeed's engine.backward: its hooks run only there).
+    backward: object = None
     finalize_grads: object = None
     tensor_parallel_group: object = None
     data_parallel_group: object = None  # each rank takes its slice of the batch
@@ -90,7 +93,7 @@ def _unpack(result, path, line):
         if unknown:
             raise HarnessError(path, line, f"the entry's dict has unknown keys {unknown}; "
                                f"it may have {list(_ENTRY_KEYS)}")
-        for key in ("loss", "finalize_grads", "parameter_names"):
+        for key in ("loss", "backward", "finalize_grads", "parameter_names"):
             if result.get(key) is not None and not callable(result[key]):
                 raise HarnessError(path, line, f"the entry's '{key}' is not callable")
         for key in ("tensor_parallel_group", "data_parallel_group"):
@@ -188,8 +191,12 @@ def _backward(out, entry, inputs):
         loss = entry.loss(out)
     if not isinstance(loss, Tensor) or not loss.requires_grad:
         return
-    _Phase.current = "backward"
-    loss.backward()
+    if entry.backward is None:
+        _Phase.current = "backward"
+        loss.backward()
+    else:
+        _Phase.current = "backward(loss)"
+        entry.backward(loss)
     if entry.finalize_grads is not None:
         _Phase.current = "finalize_grads()"
         entry.finalize_grads()

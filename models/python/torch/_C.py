@@ -3,7 +3,7 @@ managers; the stand-in has no C extension behind it."""
 import contextlib
 import types
 
-from . import Generator, _tracing  # noqa: F401
+from . import Generator, _autograd, _tracing  # noqa: F401
 from .distributed import ProcessGroup, ReduceOp
 from .nn import functional as _functional
 
@@ -13,6 +13,11 @@ _distributed_c10d = types.SimpleNamespace(ProcessGroup=ProcessGroup, ReduceOp=Re
 
 # torch._C._nn.linear is what torch.nn.functional.linear is bound to.
 _nn = types.SimpleNamespace(linear=_functional.linear)
+
+
+# The autograd engine's view of the running backward (DeepSpeed's ZeRO).
+_current_graph_task_id = _autograd.current_graph_task_id
+_will_engine_execute_node = _autograd.will_engine_execute_node
 
 
 def DisableTorchFunctionSubclass():  # noqa: N802 (torch's name)

@@ -4,6 +4,7 @@ topological order, running the real Python backward of custom Functions, so
 the collectives a framework hides in its backward are recorded like any
 other. Gradients are tensors of terms, recorded in the IR at the line of the
 forward op they belong to."""
+import contextlib
 import weakref
 
 import numpy as np
@@ -248,7 +249,8 @@ def backward(root, gradient, retain_graph=False, inputs=None):
         for inp, (grad_fn, _, needs) in zip(node.inputs, node._edges):
             if grad_fn is None and needs and isinstance(inp, Tensor):
                 pending[id(inp)] = pending.get(id(inp), 0) + 1
-    with _no_grad():
+    accumulated = {leaf for leaf in pending if only is None or leaf in only}
+    with _no_grad(), _graph_task(order, accumulated):
         for node in order:
             grads = slots.pop(id(node), None)
             if grads is not None:
@@ -291,6 +293,59 @@ def backward(root, gradient, retain_graph=False, inputs=None):
     if not retain_graph:
         for node in order:
             node.freed = True
+
+
+class _GraphTask:
+    """The running backward, as PyTorch's engine knows it: which nodes it
+    executes (DeepSpeed's ZeRO counts the parameters a backward reaches with
+    torch._C._will_engine_execute_node before it reduces)."""
+
+    def __init__(self, order, accumulated):
+        state = _tracing.state.per_run
+        state["autograd.graph_tasks"] = state.get("autograd.graph_tasks", 0) + 1
+        self.id = state["autograd.graph_tasks"]
+        self.nodes = {id(node) for node in order}
+        self.leaves = accumulated  # ids of the leaves whose AccumulateGrad runs
+
+    def executes(self, node):
+        if isinstance(node, AccumulateGrad):
+            return id(node.variable) in self.leaves
+        return id(node) in self.nodes
+
+
+@contextlib.contextmanager
+def _graph_task(order, accumulated):
+    state = _tracing.state.per_run
+    outer = state.get("autograd.graph_task")
+    state["autograd.graph_task"] = _GraphTask(order, accumulated)
+    try:
+        yield
+    finally:
+        state["autograd.graph_task"] = outer
+
+
+def current_graph_task_id():
+    """torch._C._current_graph_task_id: -1 outside a backward."""
+    task = _tracing.state.per_run.get("autograd.graph_task")
+    return task.id if task is not None else -1
+
+
+def will_engine_execute_node(node):
+    """torch._C._will_engine_execute_node: whether the running backward
+    executes `node` (a grad_fn, or a leaf's AccumulateGrad)."""
+    task = _tracing.state.per_run.get("autograd.graph_task")
+    if task is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the "
+                           "backward pass")
+    return task.executes(node)
+
+
+def grad_fn_or_grad_accumulator(tensor):
+    """torch.autograd.graph._get_grad_fn_or_grad_acc: a leaf that requires
+    grad has its AccumulateGrad node, any other tensor its grad_fn."""
+    if tensor.requires_grad and tensor.grad_fn is None:
+        return grad_accumulator(tensor)
+    return tensor.grad_fn
 
 
 def _queued_callbacks():

@@ -214,3 +214,5 @@ class _ExecutionEngine:
 
 
 Variable._execution_engine = _ExecutionEngine()
+
+from . import graph  # noqa: E402,F401 (torch.autograd.graph, as PyTorch imports it)
