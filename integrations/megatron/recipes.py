@@ -938,9 +938,12 @@ def moe_router():
         raise ComponentAbsent(f"this Megatron tree's router has no {balancing} load balancing")
     router_class = _component(router, "TopKRouter")
     extra = {}
-    if _accepts(router_class, "pg_collection"):  # after 2024: explicit process groups
-        from megatron.core.transformer.moe.moe_utils import get_default_pg_collection
-        extra["pg_collection"] = get_default_pg_collection()
+    # Explicit process groups: mid-2025 trees' model_comm_pgs, pg_collection after.
+    for argument, default in (("pg_collection", "get_default_pg_collection"),
+                              ("model_comm_pgs", "get_default_model_comm_pgs")):
+        if _accepts(router_class, argument):
+            from megatron.core.transformer.moe import moe_utils
+            extra[argument] = getattr(moe_utils, default)()
 
     def build():
         config = _moe_config(layout, dispatcher, **fields)

@@ -6,7 +6,8 @@ and it extracts each tag's framework folders into a temporary folder.
 
     tests/benchmarks/scan_versions.py --git-dir /path/to/Megatron-LM/.git \
         --framework megatron [--since 2023] [--tags 23.04,core_v0.4.0,HEAD] \
-        [--build build] [--write docs/coverage.md] [--python-path ENV ...]
+        [--build build] [--write docs/coverage.md] [--python-path ENV ...] \
+        [--json rows.json] [--keep rows.json] [-- SCAN ARGS]
 
 Without --tags it takes the first release of every minor version whose
 commit is from --since on, and the newest commit (HEAD). --write replaces
@@ -256,14 +257,23 @@ def main():
                         help="an environment to choose per tree (repeatable): the "
                              "interpreter's own packages, then these, the first that "
                              "satisfies the tree's requirements file")
+    parser.add_argument("--keep", help="an earlier run's --json: its rows are kept and "
+                                       "their tags not scanned again (resumes a sweep)")
     parser.add_argument("scan_args", nargs="*", help="passed to `shardproof scan` (after --)")
     options = parser.parse_args()
     git_dir = os.path.abspath(options.git_dir)
     refs = (options.tags.split(",") if options.tags
             else minor_releases(git_dir, options.since) + ["HEAD"])
     shardproof = os.path.join(ROOT, options.build, "shardproof")
+    kept = {}
+    if options.keep and os.path.exists(options.keep):
+        with open(options.keep) as f:
+            kept = {row["tag"]: row for row in json.load(f)}
     rows = []
     for ref in refs:
+        if ref in kept:
+            rows.append(kept[ref])
+            continue
         commit = git(git_dir, "rev-parse", "--short=10", f"{ref}^{{commit}}", text=True
                      ).stdout.strip()
         with tempfile.TemporaryDirectory(prefix="shardproof-tree-") as tree:
