@@ -6,7 +6,8 @@ at the fix (clean; an open bug has no fix), and none at `before` where an
 entry names the commit before a regression. Trees are extracted from bare git
 mirrors with `git archive`, never committed.
 
-    tests/upstream/run_bugs.py --mirrors /work/.mirror [--only ID,ID] [--build build]
+    tests/upstream/run_bugs.py --mirrors /work/.mirror [--only ID,ID] [--build build] \
+        [--write docs/coverage.md]
 
 A mirror of owner/name is MIRRORS/owner+name/repo (what shardproof's `fetch`
 tool makes) or MIRRORS/owner+name (a bare clone). Without --mirrors the
@@ -130,6 +131,33 @@ def validate(bugs):
     return problems
 
 
+def table(rows):
+    """One line per bug: where the parent's finding is, and the fix's verdict."""
+    lines = ["| bug | repository | parent | at the parent | fix | at the fix |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        bug = row["bug"]
+        result, verdict, errors, where = row["parent"]
+        found = sorted({f"{rule} `{f}:{line}`" for f, line, rule in errors if f == where})
+        parent = f"{result}: {', '.join(found)}" if found else f"{result} ({verdict})"
+        fix = row.get("fix")
+        lines.append(f"| {bug['id']} | {bug['repository']} | `{bug['parent'][:10]}` | "
+                     f"{parent} | " + (f"`{bug['fix'][:10]}` | {fix[0]} ({fix[1]}) |"
+                                       if fix else "open | |"))
+    return "\n".join(lines) + "\n"
+
+
+def write_table(path, rows):
+    begin, end = "<!-- corpus -->", "<!-- /corpus -->"
+    with open(path) as f:
+        doc = f.read()
+    block = f"{begin}\n{table(rows)}{end}"
+    doc = (doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
+           if begin in doc and end in doc else doc.rstrip("\n") + "\n\n" + block + "\n")
+    with open(path, "w") as f:
+        f.write(doc)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", default=os.environ.get("SHARDPROOF_MIRRORS"))
@@ -137,6 +165,8 @@ def main():
     parser.add_argument("--only", help="comma-separated bug ids")
     parser.add_argument("--build", default="build")
     parser.add_argument("--python-path", help="passed to shardproof (pydantic 2 for DeepSpeed)")
+    parser.add_argument("--write", help="a markdown file whose table between "
+                                        "<!-- corpus --> and <!-- /corpus --> is replaced")
     parser.add_argument("--validate", action="store_true",
                         help="only check that every entry is complete")
     options = parser.parse_args()
@@ -154,7 +184,7 @@ def main():
         wanted = set(options.only.split(","))
         bugs = [b for b in bugs if b["id"] in wanted]
     shardproof = os.path.join(ROOT, options.build, "shardproof")
-    failures = 0
+    failures, rows = 0, []
     for bug in bugs:
         git_dir = mirror_of(options.mirrors, bug["repository"])
         verdict, errors = run_commit(shardproof, git_dir, bug, bug["parent"],
@@ -166,6 +196,8 @@ def main():
         print(f"{bug['id']} parent {bug['parent'][:10]}: "
               f"{how if caught else 'MISSED'} "
               f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
+        row = {"bug": bug, "parent": (how if caught else "MISSED", verdict, errors, where)}
+        rows.append(row)
         for role in ("before", "fix"):
             if bug.get(role, "open") == "open":
                 continue
@@ -174,7 +206,10 @@ def main():
             failures += not clean
             print(f"{bug['id']} {role} {bug[role][:10]}: {'clean' if clean else 'NOT CLEAN'} "
                   f"({describe(verdict, errors, where) if verdict else errors})", flush=True)
+            row[role] = ("clean" if clean else "NOT CLEAN", verdict, errors, where)
     print(f"{len(bugs)} bugs, {failures} failures")
+    if options.write:
+        write_table(options.write, rows)
     return 1 if failures else 0
 
 
