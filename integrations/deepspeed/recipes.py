@@ -366,22 +366,22 @@ def _gather_zero_gradients(optimizer, dist):
             offset += p.numel()
 
 
-@options(stage=(0, 1))
+@options(stage=(0, 1, 2))
 def ulysses_engine():
     """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
     an SGD optimizer, ZeRO `stage`, fp32, and a SequenceParallelMPU): each
     rank takes its data-parallel slice of the batch and its
     sequence-parallel slice of that; the loss is the sum over the sequence
-    of the mean over the batch. `finalize_grads` is the engine's own
-    gradient reduction (engine.allreduce_gradients(), what engine.backward
-    runs after the backward pass), so every weight's gradient must be the
-    reference's: summed over the sequence-parallel ranks and averaged over
-    the data-parallel ones. Batch-first q, k, v where the tree takes
-    batch_dim_idx (batch 2); older trees' all-to-all handles a
-    sequence-first batch of one only, so there each data-parallel rank gets
-    one sequence. Under ZeRO stage 1 the engine's reduction is the
-    optimizer's reduce_gradients, and the gradients checked are the
-    partitions it keeps for step(), gathered (_gather_zero_gradients)."""
+    of the mean over the batch. The backward pass is the engine's own
+    (`engine.backward(loss)`, with the gradient reduction it runs: ZeRO 0's
+    bucketed all-reduce, ZeRO 1's reduce_gradients, ZeRO 2's reduction
+    hooks), so every weight's gradient must be the reference's: summed over
+    the sequence-parallel ranks and averaged over the data-parallel ones.
+    Batch-first q, k, v where the tree takes batch_dim_idx (batch 2); older
+    trees' all-to-all handles a sequence-first batch of one only, so there
+    each data-parallel rank gets one sequence. Under ZeRO 1 and 2 the
+    gradients checked are the partitions the optimizer keeps for step(),
+    gathered (_gather_zero_gradients)."""
     stage = option("stage")
     deepspeed, dist = _deepspeed()
     from deepspeed.sequence import layer
