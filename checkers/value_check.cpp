@@ -214,6 +214,15 @@ Example make_example(const CheckContext &context, const ValueObligation &ob,
   return example;
 }
 
+// Where a wrongly scaled value is made: its node, or, when the recipe driving
+// a tree finished it, the tree's last operation on it.
+ir::SourceLoc value_made_at(const ir::Trace &home, ir::NodeId node) {
+  const ir::SourceLoc &loc = home.node(node).loc;
+  if (!loc.harness)
+    return loc;
+  auto made = last_made_in_analysed_code(home, node);
+  return made ? home.node(*made).loc : loc;
+}
 
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
@@ -222,14 +231,15 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
                                       inferred, context.seeds());
   if (divergence)
-    move_into_analysed_code(context.program.rank(ob.home_rank), *divergence, ob.home_node);
+    move_into_analysed_code(context.program.rank(ob.home_rank), *divergence,
+                            ob.home_node);
   Diagnosis diagnosis = diagnose(store, ob, inferred, divergence, context.seeds());
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == RuleCode::WrongScaling &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
-  ir::SourceLoc where = at_value
-                            ? context.program.rank(ob.home_rank).node(ob.home_node).loc
-                            : (divergence ? divergence->loc : ob.loc);
+  ir::SourceLoc where =
+      at_value ? value_made_at(context.program.rank(ob.home_rank), ob.home_node)
+               : (divergence ? divergence->loc : ob.loc);
   // A value that depends on a rank's reseeded random draw: the draw is the
   // cause (rng_divergence.cpp).
   if (!context.random_divergences.empty())
@@ -579,24 +589,52 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 
 // A value made in the recipe (an input's slice) is reported where the tree
 // first takes it.
-void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to) {
+std::optional<ir::NodeId> last_made_in_analysed_code(const ir::Trace &home,
+                                                     ir::NodeId of) {
+  if (of >= home.nodes.size())
+    return std::nullopt;
+  // Ids grow in execution order: walking down from `of`, the first producer
+  // that is the tree's is the last the tree made.
+  std::vector<bool> needed(of + 1, false);
+  needed[of] = true;
+  for (ir::NodeId id = of + 1; id-- > 0;) {
+    if (!needed[id])
+      continue;
+    const ir::Node &node = home.node(id);
+    if (!node.loc.harness)
+      return id;
+    for (ir::NodeId in : node.inputs)
+      if (in < id)
+        needed[in] = true;
+  }
+  return std::nullopt;
+}
+
+void move_into_analysed_code(const ir::Trace &home, Divergence &divergence,
+                             ir::NodeId to) {
   if (!divergence.loc.harness || !divergence.node || to >= home.nodes.size() ||
       *divergence.node > to)
     return;
+  auto move_to = [&](ir::NodeId id) {
+    const ir::Node &node = home.node(id);
+    divergence.loc = node.loc;
+    divergence.op = node.op;
+    divergence.category = node.category;
+    divergence.node = id;
+  };
   std::vector<bool> reached(to + 1, false); // ids grow in execution order
   reached[*divergence.node] = true;
   for (ir::NodeId id = *divergence.node + 1; id <= to; ++id) {
     const ir::Node &node = home.node(id);
     reached[id] = std::any_of(node.inputs.begin(), node.inputs.end(),
                               [&](ir::NodeId in) { return in <= to && reached[in]; });
-    if (reached[id] && !node.loc.harness) {
-      divergence.loc = node.loc;
-      divergence.op = node.op;
-      divergence.category = node.category;
-      divergence.node = id;
-      return;
-    }
+    if (reached[id] && !node.loc.harness)
+      return move_to(id);
   }
+  // The tree never takes the value back (the recipe finishes it: a gathered
+  // ZeRO partition): the tree's last operation on what it is made of.
+  if (auto made = last_made_in_analysed_code(home, *divergence.node))
+    move_to(*made);
 }
 
 std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &ref_out,

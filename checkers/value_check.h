@@ -71,8 +71,18 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
 
 // A divergence located in the recipe that drives an analysed tree (its
 // loc.harness) moves to the first operation of the tree that its value
-// reaches on the way to node `to` of `home`: findings point into the tree.
-void move_into_analysed_code(const ir::Trace &home, Divergence &divergence, ir::NodeId to);
+// reaches on the way to node `to` of `home`, or, when the tree takes it no
+// more, to the tree's last operation it is made of: findings point into
+// the tree.
+void move_into_analysed_code(const ir::Trace &home, Divergence &divergence,
+                             ir::NodeId to);
+
+// The last operation of the analysed tree among the producers of node `of`
+// of `home` (the node itself when it is the tree's): where a value the
+// recipe finished (a ZeRO partition it gathers) was last made by the tree.
+// None when the tree made none of it.
+std::optional<ir::NodeId> last_made_in_analysed_code(const ir::Trace &home,
+                                                     ir::NodeId of);
 
 // The entry's tensor- and data-parallel groups, when smaller than the world.
 using AxisGroups = std::map<Layout::Over, std::vector<std::vector<int>>>;

@@ -366,6 +366,23 @@ def _gather_zero_gradients(optimizer, dist):
             offset += p.numel()
 
 
+def _engine_backward(engine, stage):
+    """(backward, reduction) of the engine: engine.backward, whose reduction
+    is inside it, except on the 2023 trees whose engine.backward logs the
+    loss through `.item()` first (a Python float of a symbolic value stops
+    tracing): there its remaining steps are run one by one, the ZeRO
+    optimizer's backward (loss scaling, bucket set-up) or the plain one, then
+    engine.allreduce_gradients(), what engine.backward runs after its log."""
+    # The class's text: engine.backward is wrapped (instrument_w_nvtx) by a
+    # function that hides its own.
+    text = inspect.getsource(type(engine))
+    body = text[text.index("    def backward("):]
+    body = body[:body.find("\n    def ", 1)]
+    if ".item()" not in body.split("if self.monitor")[0]:
+        return engine.backward, lambda: None
+    return (engine.optimizer.backward if stage else None), engine.allreduce_gradients
+
+
 @options(stage=(0, 1, 2))
 def ulysses_engine():
     """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
@@ -419,12 +436,15 @@ def ulysses_engine():
     def loss(out):
         return (out * out).sum() / out.shape[batch_dim]
 
+    backward, reduce = _engine_backward(engine, stage)
+
     def finalize_grads():
+        reduce()
         if stage:
             _gather_zero_gradients(engine.optimizer, dist)
 
     return {"model": engine, "inputs": (local.detach().requires_grad_(),), "loss": loss,
-            "backward": engine.backward, "finalize_grads": finalize_grads,
+            "backward": backward, "finalize_grads": finalize_grads,
             "tensor_parallel_group": mpu.sp_group, "data_parallel_group": mpu.dp_group}
 
 

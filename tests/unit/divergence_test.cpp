@@ -157,8 +157,8 @@ TEST(DivergenceLocator, AValueMadeInTheRecipeIsReportedWhereTheTreeFirstTakesIt)
   // recipe.py:1 slices an input (harness); tree.py:2 uses another value,
   // tree.py:3 reshapes the slice, tree.py:4 returns the result.
   ir::Trace trace;
-  auto node = [&](std::string file, int line, std::string op, std::vector<ir::NodeId> inputs,
-                  bool harness) {
+  auto node = [&](std::string file, int line, std::string op,
+                  std::vector<ir::NodeId> inputs, bool harness) {
     ir::Node n;
     n.op = std::move(op);
     n.loc = {std::move(file), line, 0, {}, harness};
@@ -169,16 +169,48 @@ TEST(DivergenceLocator, AValueMadeInTheRecipeIsReportedWhereTheTreeFirstTakesIt)
   ir::NodeId other = node("tree.py", 2, "ones", {}, false);
   ir::NodeId reshape = node("tree.py", 3, "reshape", {slice}, false);
   ir::NodeId out = node("tree.py", 4, "add", {reshape, other}, false);
-  checkers::Divergence d{trace.node(slice).loc, "narrow", ir::OpCategory::Other, Layout{},
-                         true, slice, {}};
+  checkers::Divergence d{
+      trace.node(slice).loc, "narrow", ir::OpCategory::Other, Layout{}, true, slice, {}};
   checkers::move_into_analysed_code(trace, d, out);
   EXPECT_EQ(d.loc.str(), "tree.py:3");
   EXPECT_EQ(d.op, "reshape");
   EXPECT_EQ(d.node, reshape);
 
   // A divergence in the tree stays where it is.
-  checkers::Divergence in_tree{trace.node(other).loc, "ones", ir::OpCategory::Other,
-                               Layout{}, false, other, {}};
+  checkers::Divergence in_tree{
+      trace.node(other).loc, "ones", ir::OpCategory::Other, Layout{}, false, other, {}};
   checkers::move_into_analysed_code(trace, in_tree, out);
   EXPECT_EQ(in_tree.loc.line, 2);
+}
+
+TEST(DivergenceLocator, AValueTheRecipeFinishesIsMadeWhereTheTreeLastTouchedIt) {
+  // tree.py:1 averages a partition, tree.py:2 makes an unrelated value later,
+  // recipe.py:3 gathers the partition and recipe.py:4 views it as .grad.
+  ir::Trace trace;
+  auto node = [&](std::string file, int line, std::vector<ir::NodeId> inputs,
+                  bool harness) {
+    ir::Node n;
+    n.op = "op";
+    n.loc = {std::move(file), line, 0, {}, harness};
+    n.inputs = std::move(inputs);
+    return trace.add_node(std::move(n));
+  };
+  ir::NodeId average = node("tree.py", 1, {}, false);
+  node("tree.py", 2, {}, false);
+  ir::NodeId gather = node("recipe.py", 3, {average}, true);
+  ir::NodeId grad = node("recipe.py", 4, {gather}, true);
+  EXPECT_EQ(checkers::last_made_in_analysed_code(trace, grad), average);
+  EXPECT_EQ(checkers::last_made_in_analysed_code(trace, average), average);
+  // A divergence at the gather: no tree operation takes it on the way to
+  // .grad, so it moves back to the average.
+  checkers::Divergence d{
+      trace.node(gather).loc, "op", ir::OpCategory::Other, Layout{}, true, gather, {}};
+  checkers::move_into_analysed_code(trace, d, grad);
+  EXPECT_EQ(d.loc.str(), "tree.py:1");
+  EXPECT_EQ(d.node, average);
+
+  ir::NodeId input = node("recipe.py", 5, {}, true);
+  EXPECT_EQ(
+      checkers::last_made_in_analysed_code(trace, node("recipe.py", 6, {input}, true)),
+      std::nullopt);
 }
