@@ -387,3 +387,17 @@ TEST(Autograd, GraphTaskQueriesCountOnlyTheParametersTheBackwardReaches) {
   EXPECT_NE(r.out.find("proved: gradient: 'second' is replicated"), std::string::npos)
       << r.out;
 }
+
+TEST(ImportPolicy, UnmodelledClassesInAnnotationsAndIsinstanceStopNotRaise) {
+  auto r = run_cli({"check", "tests/e2e/frontend/unmodelled_types.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  int line = line_of("tests/e2e/frontend/unmodelled_types.py", "isinstance(x, tk.Slow)");
+  EXPECT_NE(r.out.find("unmodelled_types.py:" + std::to_string(line) +
+                       ": note: could not prove trace"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("tracing stopped: Unsupported: isinstance() depends on the "
+                       "unmodelled value unmodelled_tokenizers.Slow"),
+            std::string::npos)
+      << r.out;
+}

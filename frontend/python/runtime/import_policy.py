@@ -110,6 +110,17 @@ class OpaqueValue:
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arith
     __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = _arith
+    # `A | B` of unmodelled classes is a type union in an annotation
+    # (pydantic fields of a tokenizer type), and unknown wherever it is used.
+    __or__ = __ror__ = _arith
+
+    # isinstance(x, Unmodelled) decides a branch on a class that is not here:
+    # it stops tracing, never guesses (a TypeError would blame the tree).
+    def __instancecheck__(self, instance):
+        self._stop("isinstance()")
+
+    def __subclasscheck__(self, subclass):
+        self._stop("issubclass()")
     __neg__ = __pos__ = lambda self: self._derived("(arithmetic)")  # noqa: E731
 
     # An ordering of unknown values is unknown: it stops tracing only where it
