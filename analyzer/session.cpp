@@ -1,11 +1,14 @@
 #include "analyzer/session.h"
 
+#include "analyzer/decision_paths.h"
 #include "analyzer/layout_inference.h"
 #include "frontend/python/python_frontend.h"
 #include "models/ir/linker.h"
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -128,11 +131,12 @@ std::unique_ptr<frontend::Frontend> frontend_for(const Target &) {
 namespace {
 // Budgeted from the target's start when the run has a target time limit.
 std::unique_ptr<prover::Prover> prover_for(const SessionOptions &options,
+                                           const prover::ProverOptions &prover_options,
                                            std::chrono::steady_clock::time_point start) {
   if (const auto &budget = options.target_time_limit)
-    return std::make_unique<prover::BudgetedProver>(options.prover, start + *budget,
+    return std::make_unique<prover::BudgetedProver>(prover_options, start + *budget,
                                                     *budget);
-  return std::make_unique<prover::WorkerProver>(options.prover);
+  return std::make_unique<prover::WorkerProver>(prover_options);
 }
 } // namespace
 
@@ -149,50 +153,222 @@ TargetResult internal_error(const Target &target, const SessionOptions &options,
   return result;
 }
 
+namespace {
+// Value-dependent decisions (ir::PathCondition) are explored path by path,
+// one witness each (models/terms/witness.h): a target is proved when every
+// path reached is, and every input (but those where two compared values are
+// equal) is shown to take one of them. Each next witness is an input the
+// solver found outside the paths checked so far, or else a fresh seed.
+constexpr std::uint64_t kFirstPathSeed = 1;
+constexpr int kMaxPaths = 16;     // distinct paths checked
+constexpr int kMaxPathSeeds = 48; // witnesses tried to reach them
+
+// One path of the target's decisions: its traces, what the checks found on
+// them, and its decisions over its reference's variables.
+struct CheckedPath {
+  terms::Witness witness;
+  frontend::TracedProgram traced;
+  CheckRun checked;
+  std::vector<Decision> decisions;
+
+  bool decides() const {
+    return !traced.reference.path.empty() ||
+           std::any_of(traced.ranks.begin(), traced.ranks.end(),
+                       [](const ir::Trace &r) { return !r.path.empty(); });
+  }
+  bool settled() const { // refuted, or something could not be proved
+    return checked.refutes() ||
+           std::any_of(
+               checked.obligations.begin(), checked.obligations.end(),
+               [](const auto &o) { return o.verdict.kind != Verdict::Kind::Proved; });
+  }
+  // Equal for two seeds that took the same path: each run's decisions, as
+  // a set (the order they were recorded in says nothing of the path).
+  std::string signature(const terms::TermStore &store) const {
+    std::string text;
+    auto add = [&](const ir::Trace &trace) {
+      std::set<std::string> decisions;
+      for (const ir::PathCondition &c : trace.path)
+        decisions.insert(store.to_string(c.condition) + (c.holds ? "+" : "-"));
+      text += fmt::format("{}|", fmt::join(decisions, ";"));
+    };
+    add(traced.reference);
+    for (const ir::Trace &rank : traced.ranks)
+      add(rank);
+    return text;
+  }
+};
+
+std::vector<Decision> linked_decisions(ir::LinkedProgram &program) {
+  std::vector<Decision> out;
+  for (const ir::PathCondition &c : program.reference().path)
+    out.emplace_back(c.condition, c.holds);
+  for (int r = 0; r < program.world(); ++r)
+    for (const ir::PathCondition &c : program.rank(r).path)
+      out.emplace_back(program.linked(r, c.condition), c.holds);
+  return out;
+}
+
+CheckedPath check_path(terms::TermStore &store, const Target &target,
+                       const SessionOptions &options, int world, terms::Witness witness,
+                       std::chrono::steady_clock::time_point start) {
+  CheckedPath path;
+  path.witness = std::move(witness);
+  path.traced = frontend_for(target)->trace(store, target,
+                                            {.world = world,
+                                             .time_limit = options.trace_time_limit,
+                                             .python_path = options.python_path,
+                                             .witness = path.witness});
+  if (path.traced.failure)
+    return path;
+  RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
+    ir::LinkedProgram program(store, path.traced.reference, ranks);
+    path.decisions = linked_decisions(program);
+    // The witness is the point to try first only where it decided something.
+    prover::ProverOptions on_path = options.prover;
+    if (!path.decisions.empty())
+      on_path.witness = path.witness;
+    std::unique_ptr<prover::Prover> prover = prover_for(options, on_path, start);
+    std::optional<prover::PathProver> guarded;
+    if (!path.decisions.empty())
+      guarded.emplace(*prover, prover::path_guard(store, path.decisions));
+    checkers::CheckContext context{store, program, guarded ? *guarded : *prover,
+                                   {},    {},      checkers::Lemmas(store)};
+    checkers::run_checks(context, options.checks);
+    return CheckRun{std::move(context.findings), std::move(context.obligations)};
+  };
+  path.checked = run(path.traced.ranks);
+  if (path.checked.refutes())
+    if (auto inferred = infer_parameter_layouts(path.traced.ranks, path.checked, run)) {
+      path.checked = std::move(inferred->run);
+      for (const InferredLayout &layout : inferred->layouts)
+        path.checked.findings.push_back(inferred_layout_finding(layout));
+    }
+  return path;
+}
+
+// The obligation that the paths checked are all there are.
+checkers::ObligationResult coverage_obligation(const std::vector<CheckedPath> &paths,
+                                               Verdict verdict, int seeds_tried) {
+  const ir::Trace &first = paths.front().traced.reference;
+  ir::SourceLoc loc = first.path.empty() ? ir::SourceLoc{} : first.path.front().loc;
+  std::set<std::string> kinds;
+  for (const CheckedPath &path : paths)
+    for (const ir::PathCondition &c : path.traced.reference.path)
+      kinds.insert(c.what);
+  std::string name = fmt::format(
+      "value-dependent decisions ({}): every input takes one of the {} path{} checked",
+      fmt::join(kinds, ", "), paths.size(), paths.size() == 1 ? "" : "s");
+  // Not covered is no bug of the analysed code: it is what was not shown.
+  if (verdict.kind == Verdict::Kind::Refuted) {
+    verdict.kind = Verdict::Kind::Unknown;
+    verdict.method.clear();
+    verdict.counterexample.reset();
+  }
+  if (verdict.kind == Verdict::Kind::Proved)
+    verdict.method += "; inputs where two compared values are equal (ties, which PyTorch "
+                      "may break either way) excluded";
+  else
+    verdict.why =
+        fmt::format("{} path{} proved, {} seeds tried; no proof that they are "
+                    "all: {}",
+                    paths.size(), paths.size() == 1 ? "" : "s", seeds_tried,
+                    verdict.why.empty() ? "an input takes another path" : verdict.why);
+  return {std::move(name), std::move(loc), std::move(verdict)};
+}
+
+void take_path(TargetResult &result, CheckedPath &path, const terms::TermStore &store,
+               const SessionOptions &options) {
+  result.failure = std::move(path.traced.failure);
+  if (result.failure) {
+    if (result.failure->kind == frontend::TraceFailure::Kind::Unsupported) {
+      Verdict blocked;
+      blocked.why = "tracing stopped: " + result.failure->message;
+      result.obligations.push_back(
+          {"trace " + result.target.str(), result.failure->loc, std::move(blocked)});
+    }
+    return;
+  }
+  result.trace = summarize(store, path.traced.ranks[0]);
+  result.findings = std::move(path.checked.findings);
+  apply_suppressions(result.findings, result.suppressed, options.rules,
+                     path.traced.sources);
+  result.obligations = std::move(path.checked.obligations);
+}
+
+// Looking for an input that no path checked so far takes is worth a falsifier
+// and a short solver call, not a proof's time: a seed is cheaper.
+prover::ProverOptions search_options(prover::ProverOptions options) {
+  options.limits.wall = std::min(options.limits.wall, std::chrono::milliseconds(2000));
+  return options;
+}
+
+// Where a path other than the first failed or was refuted, says which.
+void name_the_path(TargetResult &result, const CheckedPath &path) {
+  if (path.witness.seed == kFirstPathSeed)
+    return;
+  std::string on = fmt::format(
+      " (on another path of the value-dependent decisions, "
+      "witness {}{})",
+      path.witness.seed, path.witness.values.empty() ? "" : " and a solver's point");
+  if (result.failure)
+    result.failure->message += on;
+  for (auto &obligation : result.obligations)
+    if (obligation.verdict.kind != Verdict::Kind::Proved)
+      obligation.name += on;
+}
+} // namespace
+
 TargetResult check_target(const Target &target, const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TargetResult result;
   result.target = target;
   result.world = target.world.value_or(options.world);
   terms::TermStore store;
-  frontend::TracedProgram traced =
-      frontend_for(target)->trace(store, target,
-                                  {.world = result.world,
-                                   .time_limit = options.trace_time_limit,
-                                   .python_path = options.python_path});
-  result.failure = std::move(traced.failure);
-
-  if (result.failure) {
-    if (result.failure->kind == frontend::TraceFailure::Kind::Unsupported) {
-      Verdict blocked;
-      blocked.why = "tracing stopped: " + result.failure->message;
-      result.obligations.push_back(
-          {"trace " + target.str(), result.failure->loc, std::move(blocked)});
+  auto finish = [&]() -> TargetResult & {
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+  auto spent = [&] {
+    return options.target_time_limit &&
+           std::chrono::steady_clock::now() - start >= *options.target_time_limit;
+  };
+  std::vector<CheckedPath> proved;
+  std::set<std::string> seen;
+  Verdict coverage;
+  int tries = 0;
+  terms::Witness next{kFirstPathSeed, {}};
+  while (tries < kMaxPathSeeds && proved.size() < static_cast<std::size_t>(kMaxPaths)) {
+    CheckedPath path = check_path(store, target, options, result.world, next, start);
+    ++tries;
+    next = {kFirstPathSeed + static_cast<std::uint64_t>(tries), {}};
+    if (path.traced.failure || !path.decides() || path.settled()) {
+      take_path(result, path, store, options);
+      name_the_path(result, path);
+      return finish();
     }
-  } else {
-    result.trace = summarize(store, traced.ranks[0]);
-    RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
-      ir::LinkedProgram program(store, traced.reference, ranks);
-      std::unique_ptr<prover::Prover> prover = prover_for(options, start);
-      checkers::CheckContext context{store, program, *prover,
-                                     {},    {},      checkers::Lemmas(store)};
-      checkers::run_checks(context, options.checks);
-      return CheckRun{std::move(context.findings), std::move(context.obligations)};
-    };
-    CheckRun checked = run(traced.ranks);
-    if (checked.refutes())
-      if (auto inferred = infer_parameter_layouts(traced.ranks, checked, run)) {
-        checked = std::move(inferred->run);
-        for (const InferredLayout &layout : inferred->layouts)
-          checked.findings.push_back(inferred_layout_finding(layout));
-      }
-    result.findings = std::move(checked.findings);
-    apply_suppressions(result.findings, result.suppressed, options.rules, traced.sources);
-    result.obligations = std::move(checked.obligations);
+    if (!seen.insert(path.signature(store)).second) {
+      if (spent())
+        break;
+      continue;
+    }
+    proved.push_back(std::move(path));
+    std::vector<PathDecisions> decisions;
+    for (const CheckedPath &p : proved)
+      decisions.push_back({&p.traced.reference, p.decisions});
+    auto prover = prover_for(options, options.prover, start);
+    auto search = prover_for(options, search_options(options.prover), start);
+    coverage = prove_coverage(store, decisions, *prover, *search);
+    if (coverage.kind == Verdict::Kind::Proved || spent())
+      break;
+    if (coverage.counterexample)
+      next.values = uncovered_point(store, *coverage.counterexample, next.seed);
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  auto checked = coverage_obligation(proved, coverage, tries);
+  take_path(result, proved.front(), store, options);
+  result.obligations.push_back(std::move(checked));
+  return finish();
 }
 
 int exit_code(const std::vector<TargetResult> &results) {

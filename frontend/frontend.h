@@ -6,8 +6,10 @@
 
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,6 +58,10 @@ struct TraceOptions {
   // environment: `--python-path`, a virtual environment's site-packages),
   // searched after shardproof's stand-ins and before the system's packages.
   std::vector<std::string> python_path;
+  // Value-dependent decisions (topk, argmax, masks) are made at this
+  // witness (models/terms/witness.h) and recorded as the trace's path
+  // conditions; none: they stop tracing ("could not prove").
+  std::optional<terms::Witness> witness;
 };
 
 // Source lines by file, as the frontend read them: findings are rendered and

@@ -3,6 +3,7 @@
 #include "checkers/prover/smt.h"
 #include "models/terms/evaluate.h"
 #include "models/terms/normal_form.h"
+#include "models/terms/witness.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -350,9 +351,19 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   if (open_lhs.empty())
     return proved("normal form");
 
-  // 2. Falsify: concrete evaluation at pseudo-random points. Where floating
-  //    point cannot compare a pair at a point (exp overflowed), the point is
-  //    tried again nearer 0.
+  // 2. Falsify: concrete evaluation at the path's witness, then at
+  //    pseudo-random points. Where floating point cannot compare a pair at a
+  //    point (exp overflowed), the point is tried again nearer 0.
+  if (options.witness) {
+    auto at_witness = [&](TermId v) {
+      return options.witness->value(store.variable(v).name);
+    };
+    Falsification f =
+        falsify_at(store, open_lhs, open_rhs, at_witness,
+                   "evaluation at the path's witness", options.seeds.minimise);
+    if (f.refuted)
+      return located(*f.refuted);
+  }
   bool overflowed = false;
   for (unsigned k = 0; k < options.random_points; ++k) {
     for (double scale : {1.0, 1.0 / 8, 1.0 / 64}) {
@@ -449,6 +460,34 @@ Verdict BudgetedProver::prove(terms::TermStore &store, std::span<const TermId> l
   ProverOptions clamped = options_;
   clamped.limits.wall = std::min(clamped.limits.wall, left);
   return prove_equal(store, lhs, rhs, clamped);
+}
+
+Verdict PathProver::prove(terms::TermStore &store, std::span<const TermId> lhs,
+                          std::span<const TermId> rhs) {
+  Verdict unguarded = inner_.prove(store, lhs, rhs);
+  if (unguarded.kind != Verdict::Kind::Refuted)
+    return unguarded;
+  // Extended elements (-inf of a mask this path chose) are constants of the
+  // path: compared as they are, not multiplied.
+  auto guarded = [&](std::span<const TermId> side) {
+    std::vector<TermId> out;
+    out.reserve(side.size());
+    for (TermId t : side)
+      out.push_back(store.is_extended(t) ? t : store.mul(guard_, t));
+    return out;
+  };
+  std::vector<TermId> l = guarded(lhs), r = guarded(rhs);
+  return inner_.prove(store, l, r);
+}
+
+TermId path_guard(terms::TermStore &store,
+                  std::span<const std::pair<TermId, bool>> conditions) {
+  // Nested, not multiplied: a chain of ite is linear arithmetic to Z3.
+  TermId guard = store.one();
+  for (auto it = conditions.rbegin(); it != conditions.rend(); ++it)
+    guard = it->second ? store.ite(it->first, guard, store.zero())
+                       : store.ite(it->first, store.zero(), guard);
+  return guard;
 }
 
 std::string encode_verdict(const Verdict &verdict) {

@@ -13,6 +13,7 @@
 
 #include "checkers/prover/worker.h"
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <chrono>
 #include <map>
@@ -47,6 +48,10 @@ struct ProverOptions {
   // The whole obligation (normalize, falsify, Z3) runs in one forked worker
   // under these limits.
   WorkerLimits limits{};
+  // A path's witness (models/terms/witness.h), tried before the random
+  // points: where the obligation is guarded by the path's conditions, the
+  // one point known to satisfy them.
+  std::optional<terms::Witness> witness;
 };
 
 // Values of the variables that show a difference, already minimised (small
@@ -143,6 +148,28 @@ private:
   Clock::time_point deadline_;
   std::chrono::milliseconds budget_; // for the reason it gives
 };
+
+// The obligations of one path of value-dependent decisions (topk, argmax,
+// masks: ir::PathCondition): its terms mean what they say only where the
+// path's decisions come out as they did, so each pair is compared as
+// guard * lhs == guard * rhs, guard being 1 exactly there. A pair proved
+// without the guard is proved (a stronger statement); a difference is
+// reported only where the guard holds, so at an input that takes this path.
+class PathProver final : public Prover {
+public:
+  PathProver(Prover &inner, TermId guard) : inner_(inner), guard_(guard) {}
+  Verdict prove(terms::TermStore &store, std::span<const TermId> lhs,
+                std::span<const TermId> rhs) override;
+  const ProverOptions &options() const override { return inner_.options(); }
+
+private:
+  Prover &inner_;
+  TermId guard_;
+};
+
+// 1 where every condition comes out as `holds` says, else 0.
+TermId path_guard(terms::TermStore &store,
+                  std::span<const std::pair<TermId, bool>> conditions);
 
 std::string encode_verdict(const Verdict &verdict);
 Verdict decode_verdict(const std::string &text);

@@ -5,8 +5,10 @@
 #include "frontend/frontend.h"
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +32,8 @@ struct RankRun {
   // Collective results an earlier pass linked to constants (see
   // ir::KnownCollectives).
   ir::KnownCollectives known_collectives;
+  // The path whose witness makes value-dependent decisions (TraceOptions).
+  std::optional<terms::Witness> witness;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

@@ -37,8 +37,15 @@ public:
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
                   const ir::KnownCollectives &known) {
-    RankRun run{target_.path, target_.function,     world, rank, options_.time_limit,
-                environment_, options_.python_path, known};
+    RankRun run{target_.path,
+                target_.function,
+                world,
+                rank,
+                options_.time_limit,
+                environment_,
+                options_.python_path,
+                known,
+                options_.witness};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -207,7 +214,8 @@ std::string detect_framework(const std::string &root) {
 
 bool RecipeRequest::layout_given() const {
   return sequence_parallel || !options.empty() ||
-         std::any_of(axes.begin(), axes.end(), [](const auto &axis) { return axis.second > 0; });
+         std::any_of(axes.begin(), axes.end(),
+                     [](const auto &axis) { return axis.second > 0; });
 }
 
 Target recipe_target(const RecipeRequest &request) {

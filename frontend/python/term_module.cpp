@@ -1,9 +1,12 @@
 #include "frontend/python/term_module.h"
 
+#include "models/ir/linker.h"
 #include "models/terms/evaluate.h"
+#include "models/terms/witness.h"
 
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -223,12 +226,69 @@ PyObject *term_pow(PyObject *a, PyObject *b, PyObject *) {
   return nullptr;
 }
 
+// ---- value-dependent decisions (models/terms/witness.h) ------------------
+
+// The values of `terms` at the path's witness; nullopt when there is no path
+// or a term reads a value that has none there (a collective's result not yet
+// linked, an unmodelled value).
+std::optional<std::vector<double>> witness_values(std::span<const TermId> roots) {
+  if (!g_context->witness)
+    return std::nullopt;
+  for (TermId v : terms::variables_of(store(), roots)) {
+    auto kind = store().variable(v).kind;
+    if (kind == terms::VarKind::Placeholder || kind == terms::VarKind::Opaque)
+      return std::nullopt;
+  }
+  const terms::Witness &witness = *g_context->witness;
+  terms::DoubleEvaluator eval(store(), [&witness](TermId v) {
+    auto named = g_context->witness_names.find(v);
+    return witness.value(named != g_context->witness_names.end()
+                             ? std::string_view(named->second)
+                             : std::string_view(store().variable(v).name));
+  });
+  std::vector<double> out;
+  out.reserve(roots.size());
+  for (TermId t : roots) {
+    auto value = eval(t);
+    if (!value || std::isnan(*value))
+      return std::nullopt;
+    out.push_back(*value);
+  }
+  return out;
+}
+
+// The innermost Python frame: where a truth value was asked for.
+ir::SourceLoc python_location() {
+  ir::SourceLoc loc;
+  if (PyFrameObject *frame = PyEval_GetFrame()) {
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    if (const char *file = PyUnicode_AsUTF8(code->co_filename))
+      loc.file = file;
+    loc.line = PyFrame_GetLineNumber(frame);
+    Py_DECREF(code);
+  }
+  return loc;
+}
+
+void record_decision(TermId condition, bool holds, ir::SourceLoc loc, std::string what) {
+  g_context->trace->path.push_back({condition, holds, std::move(loc), std::move(what)});
+}
+
 int term_bool(PyObject *a) {
   TermId x = reinterpret_cast<TermObject *>(a)->id;
   if (store().is_concrete(x) && store().is_extended(x))
     return 1; // bool(-inf) and bool(nan) are True
   if (store().is_const(x))
     return store().const_value(x) != 0;
+  // A comparison decides a branch: the path's witness takes one side.
+  if (store().is_bool(x)) {
+    TermId roots[] = {x};
+    if (auto value = witness_values(roots)) {
+      bool holds = value->front() != 0;
+      record_decision(x, holds, python_location(), "a branch on a comparison");
+      return holds;
+    }
+  }
   symbolic_error("a Python truth value");
   return -1;
 }
@@ -485,6 +545,52 @@ template <typename T> std::vector<T> int_list(PyObject *seq) {
 
 ir::Trace &trace() { return *g_context->trace; }
 
+// witness(terms) -> [float] at the path's witness, or None (no path, or a
+// term reads a collective's result or an unmodelled value).
+PyObject *py_witness(PyObject *, PyObject *args) {
+  PyObject *seq;
+  if (!PyArg_ParseTuple(args, "O", &seq))
+    return nullptr;
+  std::vector<TermId> roots = term_list(seq);
+  if (PyErr_Occurred())
+    return nullptr;
+  auto values = witness_values(roots);
+  if (!values)
+    Py_RETURN_NONE;
+  PyObject *out = PyList_New(static_cast<Py_ssize_t>(values->size()));
+  for (std::size_t i = 0; out && i < values->size(); ++i)
+    PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), PyFloat_FromDouble((*values)[i]));
+  return out;
+}
+
+// assume(conditions, holds, what, file, line): decisions made at the witness.
+PyObject *py_assume(PyObject *, PyObject *args) {
+  PyObject *conditions, *holds;
+  const char *what, *file;
+  int line;
+  if (!PyArg_ParseTuple(args, "OOssi", &conditions, &holds, &what, &file, &line))
+    return nullptr;
+  std::vector<TermId> terms_list = term_list(conditions);
+  std::vector<long> truth = int_list<long>(holds);
+  if (PyErr_Occurred())
+    return nullptr;
+  if (terms_list.size() != truth.size()) {
+    PyErr_SetString(PyExc_ValueError,
+                    "shardproof: assume() needs one truth per condition");
+    return nullptr;
+  }
+  for (std::size_t i = 0; i < terms_list.size(); ++i) {
+    if (store().is_concrete(terms_list[i]))
+      continue; // decided for every input
+    if (!store().is_bool(terms_list[i])) {
+      PyErr_SetString(PyExc_TypeError, "shardproof: assume() of a non-boolean term");
+      return nullptr;
+    }
+    record_decision(terms_list[i], truth[i] != 0, {file, line, 0, ""}, what);
+  }
+  Py_RETURN_NONE;
+}
+
 PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {"op",       "category", "file",  "line",
                                    "column",   "function", "shape", "dtype",
@@ -515,6 +621,22 @@ PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
   return PyLong_FromUnsignedLong(trace().add_node(std::move(node)));
 }
 
+// A rank's shard element is valued at the witness as the reference element
+// it holds: both runs then decide alike from equal values.
+void name_shard_for_witness(const ir::Leaf &leaf) {
+  if (leaf.role != ir::LeafRole::Parameter || leaf.partition_dim < 0 ||
+      leaf.shard_count <= 1 || leaf.partition_dim >= static_cast<int>(leaf.shape.size()))
+    return;
+  ir::Shape full = leaf.shape;
+  full[leaf.partition_dim] *= leaf.shard_count;
+  for (std::size_t i = 0; i < leaf.elements.size(); ++i) {
+    std::size_t at = ir::shard_to_reference_index(leaf.shape, leaf.partition_dim,
+                                                  leaf.partition_stride, leaf.shard_index,
+                                                  leaf.shard_count, i);
+    g_context->witness_names[leaf.elements[i]] = leaf.name + ir::index_str(full, at);
+  }
+}
+
 PyObject *py_record_leaf(PyObject *, PyObject *args, PyObject *kwargs) {
   static const char *keywords[] = {
       "role",  "name",   "shape", "elements", "partition_dim", "partition_stride",
@@ -539,6 +661,7 @@ PyObject *py_record_leaf(PyObject *, PyObject *args, PyObject *kwargs) {
   leaf.loc = {file, line, 0, ""};
   if (PyErr_Occurred())
     return nullptr;
+  name_shard_for_witness(leaf);
   trace().leaves.push_back(std::move(leaf));
   Py_RETURN_NONE;
 }
@@ -744,6 +867,10 @@ PyObject *py_take_symbolic_stops(PyObject *, PyObject *) {
 PyMethodDef module_methods[] = {
     {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
+    {"witness", in_trace<py_witness>, METH_VARARGS,
+     "witness(terms): their values at the path's witness, or None"},
+    {"assume", in_trace<py_assume>, METH_VARARGS,
+     "assume(conditions, holds, what, file, line): decisions made at the witness"},
     {"evaluate", in_trace<py_evaluate>, METH_VARARGS,
      "evaluate(terms, vars, values) -> floats"},
     {"var", in_trace<py_var>, METH_VARARGS,

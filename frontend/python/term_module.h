@@ -5,8 +5,14 @@
 
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <Python.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
 
 namespace shardproof::frontend {
 
@@ -16,6 +22,12 @@ struct RecordingContext {
   ir::Trace *trace = nullptr;
   terms::VarKind leaf_kind = terms::VarKind::Reference;
   const ir::KnownCollectives *known_collectives = nullptr;
+  // The path's witness (models/terms/witness.h) at which value-dependent
+  // decisions are made; none: such decisions stop the run.
+  std::optional<terms::Witness> witness;
+  // The witness name of a rank's parameter element: the reference element
+  // it holds (its own name is its place in the shard).
+  std::unordered_map<terms::TermId, std::string> witness_names;
 };
 
 void set_recording_context(RecordingContext *context);

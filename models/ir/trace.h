@@ -152,6 +152,17 @@ struct ModuleCall {
   std::vector<Value> output_gradients;
 };
 
+// A value-dependent decision the run made at its path's witness
+// (models/terms/witness.h): the boolean term `condition` held there, or did
+// not. The run's terms mean what they say only where every one of its
+// decisions comes out the same.
+struct PathCondition {
+  TermId condition = 0;
+  bool holds = true;
+  SourceLoc loc;
+  std::string what; // "topk", "argmax", "a mask of a comparison", ...
+};
+
 struct Trace {
   int rank = 0;
   int world = 1;
@@ -166,6 +177,7 @@ struct Trace {
   std::vector<Collective> collectives;
   std::vector<Output> outputs;
   std::vector<ModuleCall> module_calls;
+  std::vector<PathCondition> path; // in the order the decisions were made
 
   NodeId add_node(Node node);
   const Node &node(NodeId id) const { return nodes.at(id); }

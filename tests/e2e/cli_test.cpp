@@ -113,7 +113,7 @@ TEST(Cli, UnsupportedConstructIsCouldNotProveWithItsLine) {
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   std::regex note(
       "tests/e2e/bad/symbolic_branch\\.py:" +
-      std::to_string(line_of("tests/e2e/bad/symbolic_branch.py", "if x.sum() > 0")) +
+      std::to_string(line_of("tests/e2e/bad/symbolic_branch.py", "if x.sum():")) +
       ": note: could not prove .*symbolic");
   EXPECT_TRUE(std::regex_search(r.out, note)) << r.out;
   EXPECT_EQ(r.out.find(": proved"), std::string::npos);

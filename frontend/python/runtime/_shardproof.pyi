@@ -38,6 +38,14 @@ def exact(x: Number) -> Term:
 def where(cond: Number, a: Number, b: Number) -> Number: ...
 def maximum(a: Number, b: Number) -> Number: ...
 def minimum(a: Number, b: Number) -> Number: ...
+def witness(terms: Sequence[Number]) -> Optional[list[float]]:
+    """The terms' values at the path's witness (models/terms/witness.h), or
+    None: no path to decide on, or a term reads a collective's result not
+    linked yet or an unmodelled value."""
+def assume(conditions: Sequence[Term], holds: Sequence[bool], what: str, file: str,
+           line: int) -> None:
+    """Records value-dependent decisions made at the witness: each comparison
+    term came out as `holds` says (a path condition of the trace)."""
 def evaluate(terms: Sequence[Number], vars: Sequence[Term],
              values: Sequence[float]) -> list[float]:
     """The terms at the given values of their variables (others 0)."""

@@ -10,6 +10,7 @@ import numpy as np
 import _shardproof as _sp
 
 from . import _autograd
+from . import _choices
 from . import _dtypes
 from . import _tracing
 from ._tracing import Unsupported
@@ -388,11 +389,22 @@ def _index(key):
         return tuple(_index(k) for k in key)
     if isinstance(key, Tensor):
         if key._a.dtype == object:
-            raise Unsupported("indexing with a symbolic tensor")
+            if key.dtype is not _dtypes.bool:
+                raise Unsupported("indexing with a symbolic tensor")
+            return _concrete_mask(key._a, "indexing with a mask of symbolic values")
         return key._a
     if isinstance(key, list):
         return np.asarray([_index(k) for k in key])
     return key
+
+
+def _concrete_mask(array, what):
+    """A boolean array, its symbolic comparisons decided at the path's
+    witness (torch/_choices.py)."""
+    truth = _bool_array(array)
+    if truth.dtype == object:
+        return _choices.truth(truth, what)
+    return truth
 
 
 def _concrete_index(index, op):
@@ -968,9 +980,7 @@ class Tensor(metaclass=_TensorType):
         return self._logical("any", np.any, dim, keepdim)
 
     def _logical(self, op, fn, dim, keepdim):
-        truth = _bool_array(self._a)
-        if truth.dtype == object:
-            raise Unsupported(f"{op}() of a condition on symbolic values")
+        truth = _concrete_mask(self._a, f"{op}() of a condition on symbolic values")
         out = fn(truth.astype(np.bool_), axis=self._axes(dim), keepdims=keepdim)
         return record(np.asarray(out, dtype=np.bool_), _dtypes.bool, op,
                       "reduction", (self,))
@@ -1030,15 +1040,30 @@ class Tensor(metaclass=_TensorType):
         return self._arg(np.argmin, dim, keepdim)
 
     def _arg(self, fn, dim, keepdim):
-        if self._a.dtype == object and any(isinstance(v, _sp.Term) and not v.is_const
-                                           for v in self._a.ravel()):
-            return _SymbolicIndices(f"{fn.__name__} of a symbolic tensor")
-        a = np.asarray(self._a.tolist(), dtype=float)
-        out = fn(a, axis=None if dim is None else _dim(dim, self.ndim))
+        """argmax/argmin (the first of equal extremes, as PyTorch); over
+        symbolic values, where it is at the path's witness, a decision
+        recorded only once the indices are read (max(dim).values alone
+        decides nothing)."""
+        source = self.reshape(-1) if dim is None else self
+        d = 0 if dim is None else _dim(dim, self.ndim)
+        what = f"{fn.__name__} of a symbolic tensor"
+        if _choices.is_symbolic(source._a) and not _choices.deciding():
+            return _SymbolicIndices(what)  # no path to decide on
+        keys, symbolic = source._decision_keys(fn.__name__)
+        largest = fn is np.argmax
+        if symbolic is not None and _ties_in_first(keys, d, 2, largest):
+            return _SymbolicIndices(f"{what} with values equal at the path's witness")
+        out = fn(keys, axis=d)
         if keepdim and dim is not None:
-            out = np.expand_dims(out, _dim(dim, self.ndim))
-        return record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
-                      "reduction", (self,))
+            out = np.expand_dims(out, d)
+        indices = record(np.asarray(out, dtype=np.int64), _dtypes.int64, fn.__name__,
+                         "reduction", (self,))
+        if symbolic is not None:
+            order = np.argsort(-keys if largest else keys, axis=d, kind="stable")
+            loc = _tracing.location()
+            _Decided.defer(indices, lambda: _choices.record_order(
+                symbolic, order, d, 1, largest, fn.__name__, loc))
+        return indices
 
     @_tracing.no_effect(sparse_grad="the gradient's storage format, not its values")
     def gather(self, dim, index, sparse_grad=False):
@@ -1116,10 +1141,9 @@ class Tensor(metaclass=_TensorType):
 
     def masked_select(self, mask):
         """The elements where the (concrete) mask is True, as a 1-D tensor."""
-        m = _raw(mask)
-        m = _bool_array(np.asarray(m)) if np.asarray(m).dtype == object else np.asarray(m)
+        m = np.asarray(_raw(mask))
         if m.dtype == object:
-            raise Unsupported("masked_select with a mask of symbolic values")
+            m = _concrete_mask(m, "masked_select with a mask of symbolic values")
         m = np.broadcast_to(m.astype(np.bool_), self._a.shape)
         return _movement("masked_select", "view", lambda a: np.broadcast_to(a, m.shape)[m],
                          (self,))
@@ -1133,9 +1157,8 @@ class Tensor(metaclass=_TensorType):
         are nonzero must be known: over symbolic values tracing stops."""
         values = self._a
         if values.dtype == object:
-            if any(isinstance(v, _sp.Term) and not v.is_const for v in values.ravel()):
-                raise Unsupported("nonzero of symbolic values: the result's size depends "
-                                  "on the values")
+            if _choices.is_symbolic(values):
+                values = _concrete_mask(values, "nonzero of symbolic values")
             values = np.vectorize(builtins.float, otypes=[np.float64])(values)
         found = np.nonzero(np.asarray(values).reshape(self.shape) if self.ndim else
                            np.asarray(values).reshape(1))
@@ -1146,44 +1169,50 @@ class Tensor(metaclass=_TensorType):
                          _dtypes.int64, "nonzero")
 
     def argsort(self, dim=-1, descending=False, stable=False):
-        """Indices that sort `dim`; over symbolic values the order depends
-        on the values, so tracing stops here."""
+        """Indices that sort `dim`; over symbolic values, the order at the
+        path's witness (torch/_choices.py)."""
         d = _dim(dim, self.ndim)
-        keys = self._a
-        if keys.dtype == object:
-            if any(isinstance(v, _sp.Term) and not v.is_const for v in keys.ravel()):
-                raise Unsupported("argsort of symbolic values: the order depends on the values")
-            keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
-        keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
+        keys, symbolic = self._decision_keys("argsort")
+        if symbolic is not None and _ties_in_first(keys, d, keys.shape[d], descending):
+            _tracing.unmodelled("argsort of symbolic values equal at the path's witness")
         if not stable and _has_ties(keys, d):
             _tracing.unmodelled("argsort(stable=False) of equal keys (PyTorch may "
                                 "order them either way)")
         order = np.argsort(-keys if descending else keys, axis=d, kind="stable")
+        if symbolic is not None:
+            _choices.record_order(symbolic, order, d, keys.shape[d], descending, "argsort")
         return record(order.astype(np.int64), _dtypes.int64, "argsort", "reduction", (self,))
+
+    def _decision_keys(self, what):
+        """(keys as float64, the symbolic keys or None): the keys a decision
+        is made from; symbolic ones are read at the path's witness."""
+        keys = self._a
+        if keys.dtype != object:
+            return keys.astype(np.float64), None  # bool and integer keys sort as numbers
+        if _choices.is_symbolic(keys):
+            return _choices.witness(keys, what), keys
+        return np.vectorize(builtins.float, otypes=[np.float64])(keys), None
 
     @_tracing.no_effect(function="a memory-allocator hint", stream="see function")
     def record_stream(self, stream):
         pass
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
-        """The k largest (smallest) elements along `dim` and their indices.
-        Which elements are picked depends on the values: over symbolic values
-        one choice is not a proof for every input, so tracing stops here."""
+        """The k largest (smallest) elements along `dim` and their indices;
+        over symbolic values, those at the path's witness (torch/_choices.py)."""
         d = _dim(dim, self.ndim)
-        keys = self._a
-        if keys.dtype == object:
-            if any(isinstance(v, _sp.Term) and not v.is_const for v in keys.ravel()):
-                raise Unsupported("topk over symbolic values: which elements it picks "
-                                  "depends on the values")
-            keys = np.vectorize(builtins.float, otypes=[np.float64])(keys)
-        keys = keys.astype(np.float64)  # bool and integer keys sort as numbers
+        keys, symbolic = self._decision_keys("topk")
         order = np.argsort(-keys if largest else keys, axis=d, kind="stable")
         if not sorted and int(k) > 1:
             _tracing.unmodelled("topk(sorted=False) (the order of the picked elements "
                                 "is unspecified)")
+        if symbolic is not None and _ties_in_first(keys, d, int(k) + 1, largest):
+            _tracing.unmodelled("topk over symbolic values equal at the path's witness")
         if _tie_at(np.take_along_axis(keys, order, axis=d), d, int(k)):
             _tracing.unmodelled("topk where equal keys straddle the k-th place "
                                 "(PyTorch may pick either)")
+        if symbolic is not None:
+            _choices.record_order(symbolic, order, d, int(k), largest, "topk")
         picked = np.take(order, np.arange(int(k)), axis=d)
         values = _movement("topk", "view",
                            lambda a: np.take_along_axis(a, picked, axis=d), (self,))
@@ -1714,6 +1743,16 @@ def _has_ties(keys, dim):
     return _py_bool(np.any(np.diff(np.sort(keys, axis=dim), axis=dim) == 0))
 
 
+def _ties_in_first(keys, dim, count, largest):
+    """Whether two of the `count` largest (smallest) keys along `dim` are
+    equal: where a decision over them is not made by the values alone."""
+    ordered = np.sort(keys, axis=dim)
+    if largest:
+        ordered = np.flip(ordered, axis=dim)
+    head = np.take(ordered, np.arange(min(count, keys.shape[dim])), axis=dim)
+    return _py_bool(np.any(np.diff(head, axis=dim) == 0))
+
+
 def _tie_at(ordered, dim, at):
     """Whether the keys at places at-1 and at of `ordered` (already in the
     order picked, largest or smallest first) are equal."""
@@ -1731,6 +1770,28 @@ class _ValuesIndices(tuple):
 
     values = property(lambda self: self[0])
     indices = property(lambda self: self[1])
+
+
+class _Decided(Tensor):
+    """Indices decided at the path's witness whose decision is recorded when
+    their values are first read: every read of a tensor's values goes
+    through `_a`, so an unread decision cannot have mattered."""
+
+    @staticmethod
+    def defer(tensor, commit):
+        tensor.__class__ = _Decided
+        tensor.__dict__["_commit"] = commit
+
+    @property
+    def _a(self):
+        commit = self.__dict__.pop("_commit", None)
+        if commit is not None:
+            commit()
+        return self.__dict__["_a"]
+
+    @_a.setter
+    def _a(self, value):
+        self.__dict__["_a"] = value
 
 
 class _SymbolicIndices:

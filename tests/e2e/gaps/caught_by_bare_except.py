@@ -6,7 +6,7 @@ import torch
 class Router(torch.nn.Module):
     def forward(self, logits):
         try:
-            picked = logits.topk(1, dim=-1).indices  # gap: topk over symbolic values
+            picked = 2.0 ** logits  # gap: a number raised to a symbolic tensor
         except:  # noqa: E722
             picked = None
         return logits * 2 if picked is None else logits

@@ -474,19 +474,22 @@ def _cumsum(x, dim, dtype=None):
 
 
 def _sort(x, dim=-1, descending=False, stable=False):
-    """Values and indices along `dim` of concrete keys (the order of
-    symbolic values depends on them: tracing stops, as for topk). Ties keep
-    their order under stable=True; without it PyTorch may order them
-    otherwise, so the indices of tied keys are not modelled."""
-    from .._tensor import _SymbolicIndices, _ValuesIndices
-    keys = _concrete_floats(x)
-    if keys is None:
-        _tracing.unmodelled("sort of symbolic values (the order depends on the values)")
+    """Values and indices along `dim`; symbolic keys in their order at the
+    path's witness (torch/_choices.py). Concrete ties keep their order under
+    stable=True; without it PyTorch may order them otherwise, so the indices
+    of tied keys are not modelled."""
+    from .. import _choices
+    from .._tensor import _SymbolicIndices, _ValuesIndices, _ties_in_first
     if x.ndim == 0:
         return _ValuesIndices(x * 1, record(np.asarray(0, dtype=np.int64), _dtypes.int64,
                                             "sort", "reduction", (x,)))
+    keys, symbolic = x._decision_keys("sort")
     d = builtins.int(dim) % x.ndim
+    if symbolic is not None and _ties_in_first(keys, d, keys.shape[d], descending):
+        _tracing.unmodelled("sort of symbolic values equal at the path's witness")
     order = np.argsort(-keys if descending else keys, axis=d, kind="stable")
+    if symbolic is not None:
+        _choices.record_order(symbolic, order, d, keys.shape[d], descending, "sort")
     values = _movement("sort", "view", lambda a: np.take_along_axis(a, order, axis=d), (x,))
     ordered = np.take_along_axis(keys, order, axis=d)
     tied = (np.diff(ordered, axis=d) == 0).any()

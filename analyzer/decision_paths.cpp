@@ -1,0 +1,102 @@
+#include "analyzer/decision_paths.h"
+
+#include "models/terms/witness.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace shardproof::analyzer {
+
+using terms::TermId;
+
+namespace {
+// Every path's decisions over the first path's reference variables.
+std::vector<std::vector<Decision>>
+over_first_reference(terms::TermStore &store, const std::vector<PathDecisions> &paths) {
+  std::map<std::string, TermId> by_name;
+  for (const ir::Leaf &leaf : paths.front().reference->leaves)
+    for (TermId e : leaf.elements)
+      if (store.is_var(e))
+        by_name.emplace(store.variable(e).name, e);
+  std::vector<std::vector<Decision>> out;
+  for (const PathDecisions &path : paths) {
+    std::vector<TermId> conditions;
+    for (const auto &[condition, holds] : path.decisions)
+      conditions.push_back(condition);
+    terms::Substitution rename(store);
+    for (TermId v : terms::variables_of(store, conditions))
+      if (auto it = by_name.find(store.variable(v).name); it != by_name.end())
+        rename.bind(v, it->second);
+    auto &decisions = out.emplace_back();
+    for (const auto &[condition, holds] : path.decisions)
+      decisions.emplace_back(rename.apply(condition), holds);
+  }
+  return out;
+}
+
+// tie_free * min(sum of guards, 1) == tie_free, each compared value read
+// through `key` (itself, or a free real standing for it).
+prover::Verdict prove_covered(terms::TermStore &store,
+                              const std::vector<std::vector<Decision>> &paths,
+                              const std::function<TermId(TermId)> &key,
+                              prover::Prover &prover) {
+  TermId covered = store.zero(), tie_free = store.one();
+  std::set<std::pair<TermId, TermId>> compared;
+  for (const auto &path : paths) {
+    std::vector<Decision> decisions;
+    for (const auto &[condition, holds] : path) {
+      // Copied: building terms may move the store's nodes.
+      const terms::Op op = store.node(condition).op;
+      const TermId a = key(store.node(condition).args[0]);
+      const TermId b = key(store.node(condition).args[1]);
+      compared.emplace(std::min(a, b), std::max(a, b));
+      decisions.emplace_back(op == terms::Op::Lt ? store.lt(a, b) : store.le(a, b),
+                             holds);
+    }
+    covered = store.add(covered, prover::path_guard(store, decisions));
+  }
+  for (const auto &[a, b] : compared) // 0 exactly where a == b; nested, as path_guard
+    tie_free = store.ite(store.lt(a, b), tie_free,
+                         store.ite(store.lt(b, a), tie_free, store.zero()));
+  TermId lhs[] = {store.mul(tie_free, store.min(covered, store.one()))};
+  TermId rhs[] = {tie_free};
+  return prover.prove(store, lhs, rhs);
+}
+} // namespace
+
+prover::Verdict prove_coverage(terms::TermStore &store,
+                               const std::vector<PathDecisions> &paths,
+                               prover::Prover &prover, prover::Prover &search) {
+  auto decisions = over_first_reference(store, paths);
+  std::map<TermId, TermId> free_reals;
+  auto abstracted = [&](TermId value) {
+    if (store.is_concrete(value))
+      return value;
+    auto [it, fresh] = free_reals.try_emplace(value, 0);
+    if (fresh)
+      it->second = store.var("compared#" + std::to_string(free_reals.size()),
+                             terms::VarKind::Reference);
+    return it->second;
+  };
+  prover::Verdict ordering = prove_covered(store, decisions, abstracted, prover);
+  if (ordering.kind == prover::Verdict::Kind::Proved) {
+    ordering.method = "orderings of the compared values, " + ordering.method;
+    return ordering;
+  }
+  return prove_covered(
+      store, decisions, [](TermId value) { return value; }, search);
+}
+
+std::map<std::string, double, std::less<>>
+uncovered_point(const terms::TermStore &store, const prover::Counterexample &at,
+                std::uint64_t seed) {
+  std::map<std::string, double, std::less<>> values;
+  for (const auto &[var, value] : at.values) {
+    const std::string &name = store.variable(var).name;
+    values[name] = value + 1e-6 * terms::witness_value(seed, name);
+  }
+  return values;
+}
+
+} // namespace shardproof::analyzer

@@ -1,0 +1,42 @@
+// The paths of a target's value-dependent decisions (ir::PathCondition):
+// whether the paths checked so far are all there are, and where to look for
+// the next one. See check_target (session.h) for how they are explored.
+#pragma once
+
+#include "checkers/prover/prover.h"
+#include "models/ir/trace.h"
+#include "models/terms/term_store.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardproof::analyzer {
+
+// A decision over the reference's variables: the condition came out as `holds`.
+using Decision = std::pair<terms::TermId, bool>;
+
+// One checked path: its decisions, over the variables of its own reference
+// run (each run has its own; they are matched by name).
+struct PathDecisions {
+  const ir::Trace *reference = nullptr;
+  std::vector<Decision> decisions;
+};
+
+// Proves that every input where no two compared values are equal takes one
+// of `paths` (the sum of their guards is at least 1), with each compared
+// value abstracted to a free real: an ordering argument the solver decides
+// at once, and a stronger statement. When that fails, `search` (a prover
+// with a short limit) looks for an input no path took: its counterexample.
+prover::Verdict prove_coverage(terms::TermStore &store,
+                               const std::vector<PathDecisions> &paths,
+                               prover::Prover &prover, prover::Prover &search);
+
+// The coverage counterexample as a witness's values by name, nudged by the
+// seed so that values it left equal (unconstrained) do not tie.
+std::map<std::string, double, std::less<>>
+uncovered_point(const terms::TermStore &store, const prover::Counterexample &at,
+                std::uint64_t seed);
+
+} // namespace shardproof::analyzer

@@ -1,0 +1,27 @@
+#include "models/terms/witness.h"
+
+namespace shardproof::terms {
+
+namespace {
+// SplitMix64's finaliser: a good spread of FNV's weak low bits.
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+} // namespace
+
+double witness_value(std::uint64_t seed, std::string_view name) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL; // FNV-1a
+  for (char c : name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  std::uint64_t bits = mix(hash ^ mix(seed + 0x9e3779b97f4a7c15ULL));
+  // 53 random bits: a double in [0, 1), then [-2, 2).
+  return static_cast<double>(bits >> 11) * 0x1.0p-53 * 4.0 - 2.0;
+}
+
+} // namespace shardproof::terms

@@ -1,0 +1,34 @@
+// The witness of a path. A value-dependent decision (topk, argmax, sort, a
+// mask from a comparison) cannot be followed for every input at once, so
+// every run of one target makes it at one shared point: each variable valued
+// by its name and the path's seed. Names are the reference's (a rank's shard
+// of a parameter takes the name of the element it holds), so ranks deciding
+// from values equal to the reference's decide as it does. The point satisfies
+// every decision made at it: the path it takes is feasible, and a difference
+// found there is a real one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace shardproof::terms {
+
+// The value of the variable named `name` at the witness of path `seed`: a
+// pseudo-random real in [-2, 2), the same in every process.
+double witness_value(std::uint64_t seed, std::string_view name);
+
+struct Witness {
+  std::uint64_t seed = 1;
+  // Values by name that a solver chose (an input no path checked so far
+  // takes); every other variable is valued by the seed.
+  std::map<std::string, double, std::less<>> values;
+
+  double value(std::string_view name) const {
+    auto it = values.find(name);
+    return it != values.end() ? it->second : witness_value(seed, name);
+  }
+};
+
+} // namespace shardproof::terms

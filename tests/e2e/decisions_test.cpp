@@ -1,0 +1,59 @@
+// Value-dependent decisions (docs/entry-contract.md, "Value-dependent
+// decisions"): a branch, topk or mask on a comparison of symbolic values is
+// explored path by path; proved only when every path is and the paths are
+// shown to be all, refuted at an input on a path where a rank differs.
+#include "tests/e2e/run_cli.h"
+
+#include <gtest/gtest.h>
+
+using shardproof::testing::run_cli;
+
+namespace {
+constexpr auto npos = std::string::npos;
+
+TEST(Decisions, ABranchEveryRankTakesAsTheReferenceIsProvedOnBothPaths) {
+  auto r = run_cli({"check", "tests/e2e/decisions/replicated_branch.py"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (a branch on a comparison): "
+                       "every input takes one of the 2 paths checked (orderings of the "
+                       "compared values, z3; inputs where two compared values are equal "
+                       "(ties, which PyTorch may break either way) excluded)"),
+            npos)
+      << r.out;
+}
+
+TEST(Decisions, ARankDecidingFromItsShardIsRefutedAtAnInputOnThePathWhereItDiffers) {
+  auto r = run_cli({"check", "tests/e2e/decisions/local_branch.py"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("output 'out' differs from the single-device reference [SP001]"),
+            npos)
+      << r.out;
+  // The example takes a path on which rank 1's shard sums to at most 0 while
+  // the whole input sums to more: the reference doubles, rank 1 negates.
+  EXPECT_NE(r.out.find("refuted: forward: 'out' is replicated (evaluation at the path's "
+                       "witness)"),
+            npos)
+      << r.out;
+}
+
+TEST(Decisions, TopKRoutingIsProvedOverEveryRoutingOfTheTokens) {
+  auto r =
+      run_cli({"check", "tests/fixtures/moe_topk_router/correct.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Two tokens, four experts, top-1: 16 routings.
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (topk): every input takes one "
+                       "of the 16 paths checked"),
+            npos)
+      << r.out;
+}
+
+TEST(Decisions, TooManyPathsIsCouldNotProveNamingTheBound) {
+  auto r = run_cli({"check", "tests/e2e/decisions/many_routings.py"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("could not prove: value-dependent decisions (argmax): every input "
+                       "takes one of the 16 paths checked"),
+            npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(": proved ("), npos) << r.out;
+}
+} // namespace
