@@ -69,6 +69,11 @@ bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
   ir::LinkedProgram program(store, reference, ranks);
   for (std::size_t r = 0; r < ranks.size(); ++r)
     for (const ir::Collective &call : ranks[r].collectives) {
+      // Known results are keyed by group and sequence, which a group's
+      // collectives share with the point-to-point messages between the same
+      // ranks: messages are never run with known results.
+      if (call.kind == ir::CollectiveKind::SendRecv)
+        continue;
       std::vector<terms::TermId> linked =
           program.linked(static_cast<int>(r), call.outputs);
       auto key = std::make_pair(call.group, call.sequence);

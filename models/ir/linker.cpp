@@ -19,11 +19,18 @@ struct PlaceholderSite {
 };
 } // namespace
 
+// A group's collectives, or the point-to-point messages from group[0] to
+// group[1]: each numbered on its own.
+using Channel = std::pair<std::vector<int>, bool>;
+Channel channel_of(const ir::Collective &c) {
+  return {c.group, c.kind == ir::CollectiveKind::SendRecv};
+}
+
 struct LinkedProgram::Impl {
   std::vector<std::unique_ptr<terms::Substitution>> substitutions;
   std::unordered_map<TermId, PlaceholderSite> placeholders;
-  // group -> per rank (by global rank) -> its calls on that group, in order
-  std::map<std::vector<int>, std::map<int, std::vector<const ir::Collective *>>> calls;
+  // channel -> per rank (by global rank) -> its calls on it, in order
+  std::map<Channel, std::map<int, std::vector<const ir::Collective *>>> calls;
 };
 
 std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
@@ -146,7 +153,7 @@ bool same_payload(const ir::Collective &a, const ir::Collective &b) {
 bool rooted(ir::CollectiveKind kind) {
   using K = ir::CollectiveKind;
   return kind == K::Broadcast || kind == K::Reduce || kind == K::Gather ||
-         kind == K::Scatter;
+         kind == K::Scatter || kind == K::SendRecv;
 }
 
 // Rows member i sends to member j of an all-to-all (even splits when none
@@ -190,9 +197,11 @@ std::string split_mismatch(const std::vector<int> &group,
 void LinkedProgram::match_collectives() {
   for (const ir::Trace &trace : ranks_)
     for (const ir::Collective &c : trace.collectives)
-      impl_->calls[c.group][trace.rank].push_back(&c);
+      impl_->calls[channel_of(c)][trace.rank].push_back(&c);
 
-  for (auto &[group, per_rank] : impl_->calls) {
+  for (auto &[channel, per_rank] : impl_->calls) {
+    const std::vector<int> &group = channel.first;
+    const bool messages = channel.second;
     // Every member must issue the same sequence: kind, reduce op, shapes, dtype.
     std::size_t agreed = SIZE_MAX;
     for (int member : group) {
@@ -220,10 +229,23 @@ void LinkedProgram::match_collectives() {
         const ir::Collective *a = k < base.size() ? base[k] : nullptr;
         const ir::Collective *b = k < mine.size() ? mine[k] : nullptr;
         std::string why;
-        if (!a || !b)
+        if (messages && (!a || !b))
+          why = a ? fmt::format("rank {} sends message #{} to rank {}, which never "
+                                "receives it",
+                                first, k, member)
+                  : fmt::format("rank {} waits for message #{} from rank {}, which never "
+                                "sends it",
+                                member, k, first);
+        else if (!a || !b)
           why = fmt::format("rank {} issues collective #{} on group {} but rank {} "
                             "does not",
                             a ? first : member, k, group, a ? member : first);
+        else if (messages && !same_payload(*a, *b))
+          why = fmt::format("message #{} from rank {} to rank {} is {} {} as sent but "
+                            "{} {} in the receive buffer",
+                            k, first, member, ir::dtype_name(a->dtype),
+                            ir::shape_str(a->input_shape), ir::dtype_name(b->dtype),
+                            ir::shape_str(b->input_shape));
         else if (a->kind != b->kind || a->op != b->op)
           why = fmt::format(
               "collective #{} on group {} is {}({}) on rank {} but "
@@ -267,7 +289,7 @@ TermId LinkedProgram::resolve(int rank, TermId placeholder) {
   const ir::Collective &call = *it->second.call;
   const std::size_t e = it->second.element;
   const auto &group = call.group;
-  const auto &per_rank = impl_->calls[group];
+  const auto &per_rank = impl_->calls[channel_of(call)];
   const int k = static_cast<int>(group.size());
   const int me =
       static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
@@ -335,6 +357,7 @@ TermId LinkedProgram::resolve(int rank, TermId placeholder) {
   case ir::CollectiveKind::Gather: // only the root has outputs
     return input_of(static_cast<int>(e / n_in), e % n_in);
   case ir::CollectiveKind::Broadcast:
+  case ir::CollectiveKind::SendRecv: // only the receiver has outputs
   case ir::CollectiveKind::Scatter: {
     auto src = std::find(group.begin(), group.end(), call.src);
     if (src == group.end())

@@ -48,7 +48,7 @@ constexpr std::array<std::pair<OpCategory, std::string_view>, 11> kCategories{{
     {OpCategory::Custom, "custom"},
     {OpCategory::Other, "other"},
 }};
-constexpr std::array<std::pair<CollectiveKind, std::string_view>, 8> kCollectives{{
+constexpr std::array<std::pair<CollectiveKind, std::string_view>, 9> kCollectives{{
     {CollectiveKind::AllReduce, "all_reduce"},
     {CollectiveKind::AllGather, "all_gather"},
     {CollectiveKind::ReduceScatter, "reduce_scatter"},
@@ -57,6 +57,7 @@ constexpr std::array<std::pair<CollectiveKind, std::string_view>, 8> kCollective
     {CollectiveKind::Reduce, "reduce"},
     {CollectiveKind::Gather, "gather"},
     {CollectiveKind::Scatter, "scatter"},
+    {CollectiveKind::SendRecv, "send_recv"},
 }};
 constexpr std::array<std::pair<ReduceOp, std::string_view>, 5> kReduceOps{{
     {ReduceOp::Sum, "sum"},

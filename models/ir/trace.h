@@ -71,6 +71,10 @@ enum class CollectiveKind {
   Reduce,  // only the root (`src`) gets the reduction
   Gather,  // only the root gets every member's input
   Scatter, // only the root sends: chunk i of its input to member i
+  // send/recv: group is [sender, receiver] and src the sender; the receiver
+  // gets the sender's input. Numbered apart from the collectives of a group
+  // of the same ranks, per direction (a channel of its own).
+  SendRecv,
 };
 std::string_view collective_name(CollectiveKind kind);
 // Whether the collective reduces its members' values (sum, average, ...).

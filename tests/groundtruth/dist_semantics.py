@@ -9,7 +9,10 @@ shows, and that tests/e2e/collectives_test.cpp relies on:
   - its broadcast's backward reduces the gradient to src and zeroes it
     elsewhere;
   - gloo rejects ReduceOp.AVG, a tensor list of the wrong length and the
-    list all_to_all.
+    list all_to_all;
+  - point-to-point messages between a pair arrive in the order sent (also
+    through batch_isend_irecv), and recv returns the sender. (A send to the
+    sending rank itself is PyTorch 2's ValueError; Debian's 1.13 crashes.)
 Usage: dist_semantics.py [WORLD ...]   (default 2 4); exits 1 on a mismatch."""
 import os
 import socket
@@ -44,6 +47,27 @@ def _checks(rank, world):
     dist_fn.broadcast(v * w, src=0).sum().backward()
     if not torch.allclose(w.grad, v * (world if rank == 0 else 0)):
         failures.append("nn.functional.broadcast: backward is not reduce-to-src, zero elsewhere")
+
+    # Point-to-point: the messages from one rank to another arrive in the
+    # order sent, each in the buffer of the matching receive, batched or not.
+    after, before = (rank + 1) % world, (rank - 1) % world
+    first, second = torch.full((2,), float(rank)), torch.full((2,), 10.0 + rank)
+    got_first, got_second = torch.empty(2), torch.empty(2)
+    for work in dist.batch_isend_irecv([
+            dist.P2POp(dist.isend, first, after), dist.P2POp(dist.isend, second, after),
+            dist.P2POp(dist.irecv, got_first, before),
+            dist.P2POp(dist.irecv, got_second, before)]):
+        work.wait()
+    if not (torch.equal(got_first, torch.full((2,), float(before))) and
+            torch.equal(got_second, torch.full((2,), 10.0 + before))):
+        failures.append("batch_isend_irecv: messages of a pair arrive out of order")
+    if rank % 2 == 0 and rank + 1 < world:
+        dist.send(first, rank + 1)
+    elif rank % 2 == 1:
+        got = torch.empty(2)
+        if dist.recv(got, rank - 1) != rank - 1 or not torch.equal(got, torch.full((2,), rank - 1.0)):
+            failures.append("send/recv: the receive does not hold the message, or names "
+                            "another sender")
 
     for what, call in (("AVG", lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG)),
                        ("short list", lambda: dist.all_gather([torch.empty(1)], torch.ones(1))),

@@ -423,13 +423,14 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
         return values, record(values.reshape(out_shape), dtype, kind, "collective",
                               parents, loc=site)._node
     ranks = tuple(g.ranks)
-    seq = world.sequence.get(ranks, 0)
-    world.sequence[ranks] = seq + 1
+    channel = ("send_recv",) + ranks if kind == "send_recv" else ranks  # see _Pair
+    seq = world.sequence.get(channel, 0)
+    world.sequence[channel] = seq + 1
     file, line, func, col = site
     where = f"{_tracing.display(file)}:{line}"
     outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
-    values = _known_result(ranks, seq, inputs) if count else None
+    values = _known_result(ranks, seq, inputs) if count and kind != "send_recv" else None
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
@@ -983,16 +984,107 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 
 # ---- point to point -----------------------------------------------------
 
-def _point_to_point(*a, **k):
-    raise _tracing.Unsupported("point-to-point send/recv (pipeline parallelism)")
+class _Pair:
+    """The channel of the messages from `sender` to `receiver`: linked as one
+    more kind of collective (send_recv), numbered per direction and apart
+    from the collectives of a group of the same ranks."""
+
+    def __init__(self, sender, receiver):
+        self.ranks = (sender, receiver)
+
+    def size(self):
+        return 2
 
 
-send = recv = isend = irecv = batch_isend_irecv = _point_to_point
+def _peer(fn, g, rank, group_rank, name):
+    peer = _root(fn, g, rank, group_rank, name)
+    if peer == world.rank:
+        which = "destination" if name == "dst" else "source"
+        raise ValueError(f"Invalid {which} rank: {which} rank should not be the same as "
+                         "the rank of the current process.")
+    return peer
+
+
+def _tagged(fn, tag):
+    if tag:
+        _tracing.unmodelled(f"{fn}() with a tag (messages are matched in order, per "
+                            "pair of ranks)")
+
+
+def _send(fn, tensor, dst, group, tag, group_dst):
+    """Records the message; the receiver's buffer is linked to its values."""
+    g = _group(group)
+    if _outside(g):
+        return False
+    _tagged(fn, tag)
+    peer = _peer(fn, g, dst, group_dst, "dst")
+    _dense(fn, tensor)
+    _issue("send_recv", "sum", _Pair(world.rank, peer), (tensor,), tensor._a,
+           tensor._a.shape, tensor.dtype, root=world.rank, has_outputs=False)
+    return True
+
+
+def _recv(fn, tensor, src, group, tag, group_src):
+    """The write of the message into `tensor`, as (tensor, values, node), and
+    the sender's global rank."""
+    g = _group(group)
+    if _outside(g):
+        return None, -1
+    _tagged(fn, tag)
+    if src is None and group_src is None:
+        _tracing.unmodelled(f"{fn}() from any source (which message arrives first "
+                            "depends on timing)")
+    peer = _peer(fn, g, src, group_src, "src")
+    _dense(fn, tensor)
+    flat, node = _issue("send_recv", "sum", _Pair(peer, world.rank), (tensor,), tensor._a,
+                        tensor._a.shape, tensor.dtype, root=peer)
+    return (tensor, flat, node), peer
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    _send("send", tensor, dst, group, tag, group_dst)
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Blocks until the message is in `tensor`; returns the sender's rank."""
+    write, peer = _recv("recv", tensor, src, group, tag, group_src)
+    if write is not None:
+        Work([write])._complete()
+    return peer
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    return Work() if _send("isend", tensor, dst, group, tag, group_dst) else None
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """The buffer holds unspecified values until wait() (a read before it
+    races with the transfer)."""
+    write, _ = _recv("irecv", tensor, src, group, tag, group_src)
+    if write is None:
+        return None
+    _opaque_write(tensor, "the buffer of an irecv read before its wait()", "irecv")
+    return Work([write])
 
 
 class P2POp:
+    """One send or receive for batch_isend_irecv: `op` is dist.isend or
+    dist.irecv."""
+
     def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
-        raise _tracing.Unsupported("point-to-point send/recv (pipeline parallelism)")
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group = op, tensor, peer, group
+        self.tag, self.group_peer = tag, group_peer
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Every operation of the list, in order; one Work each."""
+    if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to be of type "
+                         "``torch.distributed.P2POp``.")
+    return [p.op(p.tensor, p.peer, p.group, p.tag, p.group_peer) for p in p2p_op_list]
 
 
 from . import nn  # noqa: E402,F401  (torch.distributed.nn.functional)

@@ -1,0 +1,113 @@
+# Point-to-point messages, as a pipeline passes activations between stages:
+# every rank is a stage that applies its own step to what the stage before
+# sent, and the last stage's result is broadcast so that every rank returns
+# the whole model's output. Messages are matched in order, per pair of ranks.
+import torch
+import torch.distributed as dist
+
+
+def _stage_step(x, stage):
+    return x * (stage + 2) + 1
+
+
+def _reference(x):
+    """The single-device run: every stage's step in turn."""
+    for stage in range(4):
+        x = _stage_step(x, stage)
+    return x
+
+
+class Pipeline(torch.nn.Module):
+    """Stage r (of 4 stages spread over the ranks) runs on rank r * world // 4."""
+
+    def __init__(self, send, recv, receive_shape=None, skip_receive_on=None):
+        super().__init__()
+        self.send, self.recv = send, recv
+        self.receive_shape, self.skip_receive_on = receive_shape, skip_receive_on
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        if world == 1:
+            return _reference(x)
+        owner = [stage * world // 4 for stage in range(4)]
+        h = x
+        for stage in range(4):
+            previous = owner[stage - 1] if stage else owner[0]
+            if owner[stage] == rank:
+                if previous != rank and rank != self.skip_receive_on:
+                    h = torch.empty(self.receive_shape or x.shape)
+                    self.recv(h, previous)
+                h = _stage_step(h, stage)
+            elif previous == rank:
+                self.send(h, owner[stage])
+        dist.broadcast(h, src=owner[-1])
+        return h
+
+
+def _blocking_send(tensor, dst):
+    dist.send(tensor, dst)
+
+
+def _blocking_recv(tensor, src):
+    dist.recv(tensor, src)
+
+
+def _isend(tensor, dst):
+    dist.isend(tensor, dst).wait()
+
+
+def _irecv(tensor, src):
+    dist.irecv(tensor, src).wait()
+
+
+def _batched_send(tensor, dst):
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, tensor, dst)]):
+        work.wait()
+
+
+def _batched_recv(tensor, src):
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.irecv, tensor, src)]):
+        work.wait()
+
+
+def _irecv_read_before_wait(tensor, src):
+    work = dist.irecv(tensor, src)
+    early = tensor.clone()  # reads the buffer while the message may still be arriving
+    work.wait()
+    tensor.copy_(early)
+
+
+def blocking():
+    return Pipeline(_blocking_send, _blocking_recv), (torch.randn(3),)
+
+
+def nonblocking():
+    return Pipeline(_isend, _irecv), (torch.randn(3),)
+
+
+def batched():
+    return Pipeline(_batched_send, _batched_recv), (torch.randn(3),)
+
+
+def receive_missing():
+    """The last stage's rank never receives: its sender would wait forever."""
+    return Pipeline(_blocking_send, _blocking_recv,
+                    skip_receive_on=dist.get_world_size() - 1), (torch.randn(3),)
+
+
+def receive_buffer_of_another_shape():
+    return Pipeline(_blocking_send, _blocking_recv, receive_shape=(4,)), (torch.randn(3),)
+
+
+def read_before_wait():
+    return Pipeline(_isend, _irecv_read_before_wait), (torch.randn(3),)
+
+
+class _SendToSelf(torch.nn.Module):
+    def forward(self, x):
+        dist.send(x, dist.get_rank())
+        return x
+
+
+def send_to_self():
+    return _SendToSelf(), (torch.randn(3),)
