@@ -62,9 +62,11 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
         # concrete, as in PyTorch: they can index and size things.
         array = array.astype(dtype.numpy)
     loc = loc or _tracing.location()
-    if loc[0] in _tracing.state.harness:
+    if loc[0] in _tracing.state.harness or loc[0] == "<unknown>":
         # A recipe's own arithmetic on the tree's values (its loss, its
-        # wrapper around a component): the value is the tree's, so is its place.
+        # wrapper around a component), or the backward summing the gradients
+        # of a tensor's uses with no user frame on the stack: the value is
+        # the tree's, so is its place.
         loc = next((i._loc for i in inputs if isinstance(i, Tensor) and i._loc), loc)
     file, line, func, col = loc
     parents = tuple(n for n in (_node_of(i) for i in inputs) if n is not None)
