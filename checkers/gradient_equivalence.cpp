@@ -1,7 +1,8 @@
 // SP006 gradient-mismatch and SP007 replica-divergence (and SP002/SP005 for
 // a missing reduction or a wrong scale): after backward and finalize_grads,
 // every parameter holds its share of the reference gradient and every input
-// its gradient, for all inputs and weights.
+// its gradient, for all inputs and weights; after the entry's optimizer step,
+// every parameter holds its share of the reference's updated parameter.
 #include "checkers/check.h"
 #include "checkers/check_factories.h"
 #include "checkers/value_check.h"
@@ -22,7 +23,9 @@ class GradientEquivalenceCheck final : public Check {
 public:
   std::string_view name() const override { return "gradient-equivalence"; }
   std::span<const RuleCode> rules() const override {
-    static constexpr RuleCode kEmits[] = {RuleCode::GradientMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling, RuleCode::ReplicaDivergence, RuleCode::RngDivergence};
+    static constexpr RuleCode kEmits[] = {
+        RuleCode::GradientMismatch, RuleCode::MissingReduction, RuleCode::WrongScaling,
+        RuleCode::ReplicaDivergence, RuleCode::RngDivergence};
     return kEmits;
   }
 
@@ -34,10 +37,12 @@ public:
 
 private:
   void check_gradient(CheckContext &context, const ir::Output &ref_out) {
-    bool parameter = ref_out.role == ir::Output::Role::ParameterGrad;
+    const bool stepped = ref_out.role == ir::Output::Role::ParameterAfterStep;
+    const bool parameter = stepped || ref_out.role == ir::Output::Role::ParameterGrad;
     std::string subject =
-        parameter ? fmt::format("the gradient of parameter '{}'", ref_out.subject)
-                  : fmt::format("the gradient of {}", ref_out.subject);
+        stepped ? fmt::format("parameter '{}' after the optimizer step", ref_out.subject)
+        : parameter ? fmt::format("the gradient of parameter '{}'", ref_out.subject)
+                    : fmt::format("the gradient of {}", ref_out.subject);
     // A parameter's gradient is checked on the ranks that hold the
     // parameter: an expert lives on its expert-parallel ranks only.
     std::vector<int> members = all_ranks(context.program);
@@ -79,7 +84,9 @@ private:
                                : Layout::Over::World,
                            leaf->partition_dim, leaf->partition_stride};
       ob.replicated_parameter = !sharded;
-      if (leaf && !leaf->loc.file.empty()) {
+      // A gradient is reported where its parameter is made; a stepped
+      // parameter where the step last wrote it.
+      if (leaf && !leaf->loc.file.empty() && !stepped) {
         ob.loc = leaf->loc;
         ob.loc_note = fmt::format("parameter '{}' is created here", ref_out.subject);
       }
@@ -91,7 +98,8 @@ private:
         return;
       ob.layout = Layout{Layout::Kind::Replicated};
     }
-    ob.name = fmt::format("gradient: '{}' is {}", ref_out.subject, ob.layout.str());
+    ob.name = fmt::format("{}: '{}' is {}", stepped ? "step" : "gradient",
+                          ref_out.subject, ob.layout.str());
     ob.value = std::move(*value);
     check_value(context, ob);
   }

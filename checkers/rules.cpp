@@ -31,8 +31,10 @@ constexpr Rule kRules[] = {
      "Collectives are matched per process group by their order of issue. When "
      "one rank issues a collective its peers do not, or the peers disagree on "
      "its kind, reduce operation, shape, dtype or root, the job hangs or "
-     "silently mixes unrelated tensors on hardware. The report names both call "
-     "sites."},
+     "silently mixes unrelated tensors on hardware. Point-to-point messages "
+     "(send/recv between pipeline stages) are matched likewise, in order per "
+     "pair of ranks: a send nobody receives, a receive nobody sends, or a "
+     "receive buffer of another shape. The report names both call sites."},
     {RuleCode::UnmatchedParameter, "SP004", "unmatched-parameter", Severity::Warning,
      "A rank's parameter has no counterpart in the single-device reference.",
      "Parameters are matched to the reference by qualified name; one whose shape "

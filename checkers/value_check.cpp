@@ -228,8 +228,12 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
   auto &store = context.store;
   const Layout inferred = infer_layout(store, ob.value, context.seeds());
-  auto divergence = locate_divergence(store, context.program, ob.home_rank, ob.home_node,
-                                      inferred, context.seeds());
+  // The locator follows a forward and its backward; an optimizer step's
+  // writes are reported where the step made the value.
+  auto divergence = ob.role == ir::Output::Role::ParameterAfterStep
+                        ? std::nullopt
+                        : locate_divergence(store, context.program, ob.home_rank,
+                                            ob.home_node, inferred, context.seeds());
   if (divergence)
     move_into_analysed_code(context.program.rank(ob.home_rank), *divergence,
                             ob.home_node);

@@ -816,6 +816,7 @@ PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
   std::string_view r = role;
   out.role = r == "param-grad"   ? ir::Output::Role::ParameterGrad
              : r == "input-grad" ? ir::Output::Role::InputGrad
+             : r == "param-step" ? ir::Output::Role::ParameterAfterStep
                                  : ir::Output::Role::Forward;
   out.subject = subject;
   out.path = path;

@@ -128,7 +128,9 @@ struct Output {
   // Forward outputs of the model; gradients after backward and
   // finalize_grads, of a parameter (subject: its qualified name) or of an
   // input (subject: "input<k>").
-  enum class Role { Forward, ParameterGrad, InputGrad };
+  // ParameterAfterStep: a parameter's values after the entry's optimizer
+  // step (subject: its qualified name).
+  enum class Role { Forward, ParameterGrad, InputGrad, ParameterAfterStep };
   Role role = Role::Forward;
   std::string subject;
   std::string path; // "out", "out[1]", "out['logits']", "grad(fc1.weight)"

@@ -40,14 +40,14 @@ def _load(path):
 
 def _unpack(result):
     """(model, inputs, loss, finalize_grads, tensor_parallel_group,
-    parameter_names), as shardproof reads the entry."""
+    parameter_names, step), as shardproof reads the entry."""
     if isinstance(result, dict):
         inputs = result["inputs"]
         extra = (result.get("loss"), result.get("finalize_grads"),
                  result.get("tensor_parallel_group"),
-                 result.get("parameter_names") or (lambda name: name))
+                 result.get("parameter_names") or (lambda name: name), result.get("step"))
     else:
-        (_, inputs), extra = result, (None, None, None, lambda name: name)
+        (_, inputs), extra = result, (None, None, None, lambda name: name, None)
     inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
     model = result["model"] if isinstance(result, dict) else result[0]
     return (model, inputs) + extra
@@ -79,7 +79,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=20))
     torch.manual_seed(1234)
-    model, inputs, loss_fn, finalize_grads, tp_group, reference_name = \
+    model, inputs, loss_fn, finalize_grads, tp_group, reference_name, step = \
         _unpack(_load(path).entry())
     # Parameters by the reference's name (an expert's local name differs).
     named_parameters = [(reference_name(n), p) for n, p in model.named_parameters()]
@@ -98,6 +98,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
                     full, getattr(p, "partition_dim", -1),
                     getattr(p, "partition_stride", 1), *_shard_index(tp_group)))
     torch.set_rng_state(module_rng_state)
+    initial = {n: p.detach().clone() for n, p in named_parameters}  # before any step
     # Inputs come from the fixed seed: an entry draws them before building
     # its model, so every rank draws what the reference drew (and a rank that
     # builds its own input, such as zeros on ranks without data, keeps it).
@@ -108,7 +109,12 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     loss.backward()
     if finalize_grads:
         finalize_grads()
-    saved = {"out": [t.detach() for t in _outputs(out)],
+    # The optimizer step's parameters, compared as the gradients are.
+    stepped = {}
+    if step:
+        step()
+        stepped = {n: p.detach().clone() for n, p in named_parameters}
+    saved = {"stepped": stepped,"out": [t.detach() for t in _outputs(out)],
              "param_grads": {n: None if p.grad is None else p.grad.detach().clone()
                              for n, p in named_parameters},
              "param_attrs": {n: (getattr(p, "partition_dim", -1),
@@ -119,7 +125,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
                              x.is_leaf and x.grad is not None else None
                              for x in inputs]}
     if reference is None:
-        saved["params"] = {n: p.detach().clone() for n, p in named_parameters}
+        saved["params"] = initial
         saved["inputs"] = [x.detach().clone() if isinstance(x, torch.Tensor) else x
                            for x in inputs]
     torch.save(saved, out_file)
@@ -191,11 +197,28 @@ def step_reconciles(reference, ranks):
     for k, ref_out in enumerate(reference["out"]):
         if not reconciles(ref_out, [r["out"][k] for r in ranks]):
             return False
-    for name, ref_grad in reference["param_grads"].items():
-        for r in ranks:
-            if name not in r["param_grads"]:
+    for kind in ("param_grads", "stepped"):
+        if not _parameters_reconcile(reference[kind], [r[kind] for r in ranks], ranks):
+            return False
+    # Only inputs handed to the model whole (a rank's batch slice is scaled by
+    # its local loss, as data parallelism intends).
+    for k, ref_grad in enumerate(reference["input_grads"]):
+        grads = [r["input_grads"][k] for r in ranks]
+        if ref_grad is not None and all(g is not None and g.shape == ref_grad.shape
+                                        for g in grads) and \
+                not all(_close(g, ref_grad) for g in grads):
+            return False
+    return True
+
+
+def _parameters_reconcile(reference, per_rank, ranks):
+    """Every rank's value (a gradient, a stepped parameter) of each parameter
+    it holds is its shard of the reference's (whole for a replicated one)."""
+    for name, ref_grad in reference.items():
+        for values, r in zip(per_rank, ranks):
+            if name not in values:
                 continue  # not held here (an expert on other ranks)
-            grad = r["param_grads"][name]
+            grad = values[name]
             if (grad is None) != (ref_grad is None):
                 return False
             if grad is None:
@@ -205,14 +228,6 @@ def step_reconciles(reference, ranks):
                 _shard_of(ref_grad, dim, stride, *r["shard"])
             if not _close(grad, want):
                 return False
-    # Only inputs handed to the model whole (a rank's batch slice is scaled by
-    # its local loss, as data parallelism intends).
-    for k, ref_grad in enumerate(reference["input_grads"]):
-        grads = [r["input_grads"][k] for r in ranks]
-        if ref_grad is not None and all(g is not None and g.shape == ref_grad.shape
-                                        for g in grads) and \
-                not all(_close(g, ref_grad) for g in grads):
-            return False
     return True
 
 

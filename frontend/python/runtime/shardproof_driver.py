@@ -70,6 +70,9 @@ class _Entry:
     # loss.backward() (DeepSpeed's engine.backward: its hooks run only there).
     backward: object = None
     finalize_grads: object = None
+    # The optimizer step after finalize_grads: every parameter is then
+    # checked against the reference's updated parameter.
+    step: object = None
     tensor_parallel_group: object = None
     data_parallel_group: object = None  # each rank takes its slice of the batch
     parameter_names: object = None  # rank's qualified name -> the reference's
@@ -93,7 +96,7 @@ def _unpack(result, path, line):
         if unknown:
             raise HarnessError(path, line, f"the entry's dict has unknown keys {unknown}; "
                                f"it may have {list(_ENTRY_KEYS)}")
-        for key in ("loss", "backward", "finalize_grads", "parameter_names"):
+        for key in ("loss", "backward", "finalize_grads", "step", "parameter_names"):
             if result.get(key) is not None and not callable(result[key]):
                 raise HarnessError(path, line, f"the entry's '{key}' is not callable")
         for key in ("tensor_parallel_group", "data_parallel_group"):
@@ -206,6 +209,11 @@ def _backward(out, entry, inputs):
     for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.grad is not None:
             _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")
+    if entry.step is not None:
+        _Phase.current = "step()"
+        entry.step()
+        for name, p in entry.parameters():
+            _record(p, f"step({name})", "param-step", name)
 
 
 def _user_frame(tb, path):
