@@ -55,7 +55,9 @@ constexpr Rule kRules[] = {
      "owns (partition_dim) or whole for a replicated parameter, and every input "
      "handed to the model whole must get its whole gradient on every rank. The "
      "report names the parameter or input and the operation whose gradient went "
-     "wrong first."},
+     "wrong first. After the entry's optimizer step (`step`), every parameter "
+     "must likewise be its share of the single-device step's updated "
+     "parameter; such a difference is reported where the step last wrote it."},
     {RuleCode::ReplicaDivergence, "SP007", "replica-divergence", Severity::Error,
      "A replicated parameter gets different gradients on different ranks.",
      "A parameter every rank holds whole must receive the same gradient on every "
@@ -63,7 +65,9 @@ constexpr Rule kRules[] = {
      "plausible. The classic cause: weights replicated across tensor-parallel "
      "ranks under sequence parallelism (layer norms, routers, biases) whose "
      "gradient is computed from each rank's part of the sequence and never "
-     "all-reduced."},
+     "all-reduced. After the entry's optimizer step (`step`), the parameters "
+     "themselves must agree: a distributed optimizer that updates a shard per "
+     "rank and forgets to all-gather the updated shards leaves them apart."},
     {RuleCode::CommDtype, "SP008", "comm-dtype", Severity::Error,
      "A collective carries values in a narrower or different float format.",
      "A value cast to another floating-point format just for a collective "

@@ -1137,14 +1137,16 @@ def _legacy(module):
 
 def _training_arguments(global_vars, **values):
     """Megatron's global training arguments as the legacy model reads them:
-    the defaults of its argument parser for what the recipe does not set."""
-    import types
+    the defaults of its argument parser for what the recipe does not set, in
+    the argparse.Namespace the parser returns (the legacy code asks
+    `"apply_layernorm_1p" in args`)."""
+    import argparse
     defaults = dict(swiglu=False, openai_gelu=False, onnx_safe=False, squared_relu=False,
                     bias_gelu_fusion=False, normalization="LayerNorm", norm_epsilon=1e-5,
                     apply_layernorm_1p=False, hidden_size=_sizes().hidden,
                     sequence_parallel=False,
                     moe_router_topk=1)
-    global_vars.set_args(types.SimpleNamespace(**dict(defaults, **values)))
+    global_vars.set_args(argparse.Namespace(**dict(defaults, **values)))
 
 
 def switch_mlp(sequence_parallel=True):
