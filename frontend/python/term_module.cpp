@@ -257,9 +257,25 @@ std::optional<std::vector<double>> witness_values(std::span<const TermId> roots)
   return out;
 }
 
-// The innermost Python frame: where a truth value was asked for.
+// Where a truth value was asked for: the analysed code's line, as the
+// stand-in names it (torch._tracing.location), else the innermost frame.
 ir::SourceLoc python_location() {
   ir::SourceLoc loc;
+  if (PyObject *tracing = PyImport_ImportModule("torch._tracing")) {
+    // (file, line, function, column)
+    PyObject *where = PyObject_CallMethod(tracing, "location", nullptr);
+    if (where && PyTuple_Check(where) && PyTuple_Size(where) >= 2) {
+      const char *file = PyUnicode_AsUTF8(PyTuple_GetItem(where, 0));
+      long line = PyLong_AsLong(PyTuple_GetItem(where, 1));
+      if (file && line >= 0)
+        loc = {file, static_cast<int>(line), 0, ""};
+    }
+    Py_XDECREF(where);
+    Py_DECREF(tracing);
+  }
+  PyErr_Clear();
+  if (!loc.file.empty())
+    return loc;
   if (PyFrameObject *frame = PyEval_GetFrame()) {
     PyCodeObject *code = PyFrame_GetCode(frame);
     if (const char *file = PyUnicode_AsUTF8(code->co_filename))
