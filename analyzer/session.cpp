@@ -1,7 +1,7 @@
 #include "analyzer/session.h"
 
-#include "analyzer/decision_paths.h"
 #include "analyzer/layout_inference.h"
+#include "checkers/decision_paths.h"
 #include "frontend/python/python_frontend.h"
 #include "models/ir/linker.h"
 #include "models/terms/term_store.h"
@@ -19,6 +19,10 @@
 
 namespace shardproof::analyzer {
 
+using checkers::Decision;
+using checkers::PathDecisions;
+using checkers::prove_coverage;
+using checkers::uncovered_point;
 using prover::Verdict;
 
 std::size_t TargetResult::count(Verdict::Kind kind) const {

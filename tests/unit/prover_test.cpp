@@ -157,3 +157,37 @@ TEST(Prover, UnresolvedPlaceholdersBlockProofs) {
   Verdict v = prove(s, p, p);
   EXPECT_EQ(v.kind, Verdict::Kind::Unknown);
 }
+
+// A path's obligations hold where its decisions come out as they did: |x| is
+// x on the path where 0 < x was true, and not on the other, where the
+// counterexample takes that path.
+TEST(Prover, PathGuardProvesOnThePathAndRefutesOnlyAtAnInputThatTakesIt) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference);
+  TermId abs_x = s.max(x, s.neg(x)), positive = s.lt(s.zero(), x);
+  prover::WorkerProver inner({});
+  std::pair<TermId, bool> taken[] = {{positive, true}}, not_taken[] = {{positive, false}};
+
+  prover::PathProver on_path(inner, prover::path_guard(s, taken));
+  EXPECT_EQ(on_path.prove(s, std::span(&abs_x, 1), std::span(&x, 1)).kind,
+            Verdict::Kind::Proved);
+
+  prover::PathProver off_path(inner, prover::path_guard(s, not_taken));
+  Verdict v = off_path.prove(s, std::span(&abs_x, 1), std::span(&x, 1));
+  ASSERT_EQ(v.kind, Verdict::Kind::Refuted);
+  ASSERT_TRUE(v.counterexample);
+  EXPECT_LT(v.counterexample->values.at(x), 0.0);
+}
+
+// A pair equal without the guard is proved whatever the path.
+TEST(Prover, PathGuardKeepsAnUnguardedProof) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId lhs = s.add(x, y), rhs = s.add(y, x);
+  prover::WorkerProver inner({});
+  std::pair<TermId, bool> decisions[] = {{s.lt(x, y), false}};
+  prover::PathProver guarded(inner, prover::path_guard(s, decisions));
+  Verdict v = guarded.prove(s, std::span(&lhs, 1), std::span(&rhs, 1));
+  EXPECT_EQ(v.kind, Verdict::Kind::Proved);
+  EXPECT_EQ(v.method, "normal form");
+}

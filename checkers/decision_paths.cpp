@@ -1,4 +1,4 @@
-#include "analyzer/decision_paths.h"
+#include "checkers/decision_paths.h"
 
 #include "models/terms/witness.h"
 
@@ -6,7 +6,7 @@
 #include <functional>
 #include <set>
 
-namespace shardproof::analyzer {
+namespace shardproof::checkers {
 
 using terms::TermId;
 
@@ -99,4 +99,4 @@ uncovered_point(const terms::TermStore &store, const prover::Counterexample &at,
   return values;
 }
 
-} // namespace shardproof::analyzer
+} // namespace shardproof::checkers

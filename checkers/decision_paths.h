@@ -1,6 +1,6 @@
 // The paths of a target's value-dependent decisions (ir::PathCondition):
 // whether the paths checked so far are all there are, and where to look for
-// the next one. See check_target (session.h) for how they are explored.
+// the next one. The analyzer explores them (check_target, analyzer/session.h).
 #pragma once
 
 #include "checkers/prover/prover.h"
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace shardproof::analyzer {
+namespace shardproof::checkers {
 
 // A decision over the reference's variables: the condition came out as `holds`.
 using Decision = std::pair<terms::TermId, bool>;
@@ -39,4 +39,4 @@ std::map<std::string, double, std::less<>>
 uncovered_point(const terms::TermStore &store, const prover::Counterexample &at,
                 std::uint64_t seed);
 
-} // namespace shardproof::analyzer
+} // namespace shardproof::checkers

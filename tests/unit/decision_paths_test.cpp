@@ -1,0 +1,75 @@
+// Whether the paths of value-dependent decisions checked so far are all
+// there are (checkers/decision_paths.h).
+#include "checkers/decision_paths.h"
+
+#include <gtest/gtest.h>
+
+using namespace shardproof;
+using namespace shardproof::terms;
+using checkers::PathDecisions;
+using prover::Verdict;
+
+namespace {
+// A reference run whose leaves are `vars` (coverage matches runs by name).
+ir::Trace run_of(std::vector<TermId> vars) {
+  ir::Trace trace;
+  ir::Leaf leaf;
+  leaf.elements = std::move(vars);
+  trace.leaves.push_back(std::move(leaf));
+  return trace;
+}
+
+Verdict coverage(TermStore &s, const std::vector<PathDecisions> &paths) {
+  prover::WorkerProver prover({});
+  return checkers::prove_coverage(s, paths, prover, prover);
+}
+
+TEST(DecisionPaths, BothSidesOfABranchCoverEveryInput) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference);
+  ir::Trace run = run_of({x});
+  TermId positive = s.lt(s.zero(), x);
+  Verdict v = coverage(s, {{&run, {{positive, true}}}, {&run, {{positive, false}}}});
+  EXPECT_EQ(v.kind, Verdict::Kind::Proved) << v.why;
+  EXPECT_TRUE(v.method.starts_with("orderings of the compared values")) << v.method;
+}
+
+TEST(DecisionPaths, OneSideIsNotAllAndTheCounterexampleTakesTheOther) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference);
+  ir::Trace run = run_of({x});
+  Verdict v = coverage(s, {{&run, {{s.lt(s.zero(), x), true}}}});
+  ASSERT_EQ(v.kind, Verdict::Kind::Refuted);
+  ASSERT_TRUE(v.counterexample);
+  auto point = checkers::uncovered_point(s, *v.counterexample, 7);
+  ASSERT_TRUE(point.contains("x"));
+  EXPECT_LT(point.at("x"), 1e-3); // on the other side (nudged off a tie by 1e-6)
+}
+
+// argmax of three keys: each path says which key is largest. Two winners
+// are not every input; the third completes them (ties excluded).
+TEST(DecisionPaths, EveryWinnerOfAnArgmaxIsNeeded) {
+  TermStore s;
+  TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference),
+         c = s.var("c", VarKind::Reference);
+  ir::Trace run = run_of({a, b, c});
+  auto wins = [&](TermId w, TermId o1, TermId o2) {
+    return PathDecisions{&run, {{s.lt(o1, w), true}, {s.lt(o2, w), true}}};
+  };
+  std::vector<PathDecisions> paths{wins(a, b, c), wins(b, a, c)};
+  EXPECT_NE(coverage(s, paths).kind, Verdict::Kind::Proved);
+  paths.push_back(wins(c, a, b));
+  EXPECT_EQ(coverage(s, paths).kind, Verdict::Kind::Proved);
+}
+
+// Each run of a target has variables of its own: the same name is the same
+// input.
+TEST(DecisionPaths, RunsAreMatchedByTheirVariablesNames) {
+  TermStore s;
+  TermId x1 = s.var("x", VarKind::Reference), x2 = s.var("x", VarKind::Reference);
+  ir::Trace first = run_of({x1}), second = run_of({x2});
+  Verdict v = coverage(s, {{&first, {{s.lt(s.zero(), x1), true}}},
+                           {&second, {{s.lt(s.zero(), x2), false}}}});
+  EXPECT_EQ(v.kind, Verdict::Kind::Proved) << v.why;
+}
+} // namespace
