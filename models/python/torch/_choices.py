@@ -19,9 +19,13 @@ def is_symbolic(array):
         isinstance(v, _sp.Term) and not v.is_const for v in array.ravel())
 
 
-def deciding():
-    """Whether this run has a path to make decisions on."""
-    return _sp.witness([]) is not None
+def values_at_witness(array):
+    """The array's values at the path's witness, as float64; None where it
+    has none (no path, a collective's result not linked yet, an unmodelled
+    value)."""
+    values = _sp.witness(list(array.ravel()))
+    return None if values is None else \
+        np.asarray(values, dtype=np.float64).reshape(array.shape)
 
 
 def witness(array, what):

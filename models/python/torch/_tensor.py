@@ -1049,9 +1049,15 @@ class Tensor(metaclass=_TensorType):
         source = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else _dim(dim, self.ndim)
         what = f"{fn.__name__} of a symbolic tensor"
-        if _choices.is_symbolic(source._a) and not _choices.deciding():
-            return _SymbolicIndices(what)  # no path to decide on
-        keys, symbolic = source._decision_keys(fn.__name__)
+        if _choices.is_symbolic(source._a):
+            # Unread indices must not stop the run: where no witness can
+            # decide, only a use of them does.
+            keys = _choices.values_at_witness(source._a)
+            if keys is None:
+                return _SymbolicIndices(f"{what} with no value at the path's witness")
+            symbolic = source._a
+        else:
+            keys, symbolic = source._decision_keys(fn.__name__)
         largest = fn is np.argmax
         if symbolic is not None and _ties_in_first(keys, d, 2, largest):
             return _SymbolicIndices(f"{what} with values equal at the path's witness")
