@@ -166,6 +166,9 @@ namespace {
 constexpr std::uint64_t kFirstPathSeed = 1;
 constexpr int kMaxPaths = 16;     // distinct paths checked
 constexpr int kMaxPathSeeds = 48; // witnesses tried to reach them
+// Paths after the first stop being explored past this (a framework tree's
+// path can take a minute; the first path's verdicts are never cut short).
+constexpr std::chrono::minutes kMaxExploration{5};
 
 // One path of the target's decisions: its traces, what the checks found on
 // them, and its decisions over its reference's variables.
@@ -335,8 +338,9 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     return result;
   };
   auto spent = [&] {
-    return options.target_time_limit &&
-           std::chrono::steady_clock::now() - start >= *options.target_time_limit;
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    return elapsed >= kMaxExploration ||
+           (options.target_time_limit && elapsed >= *options.target_time_limit);
   };
   std::vector<CheckedPath> proved;
   std::set<std::string> seen;
@@ -369,6 +373,11 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     if (coverage.counterexample)
       next.values = uncovered_point(store, *coverage.counterexample, next.seed);
   }
+  if (coverage.kind != Verdict::Kind::Proved && spent())
+    coverage.why = fmt::format(
+        "the time to explore paths ran out ({:.0f} s){}",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        coverage.why.empty() ? "" : "; " + coverage.why);
   auto checked = coverage_obligation(proved, coverage, tries);
   take_path(result, proved.front(), store, options);
   result.obligations.push_back(std::move(checked));
