@@ -178,11 +178,6 @@ struct CheckedPath {
   CheckRun checked;
   std::vector<Decision> decisions;
 
-  bool decides() const {
-    return !traced.reference.path.empty() ||
-           std::any_of(traced.ranks.begin(), traced.ranks.end(),
-                       [](const ir::Trace &r) { return !r.path.empty(); });
-  }
   bool settled() const { // refuted, or something could not be proved
     return checked.refutes() ||
            std::any_of(
@@ -231,13 +226,15 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
   RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
     ir::LinkedProgram program(store, path.traced.reference, ranks);
     path.decisions = linked_decisions(program);
-    // The witness is the point to try first only where it decided something.
+    // Only where the witness decided something is it the point to try first
+    // and the path a guard.
     prover::ProverOptions on_path = options.prover;
-    if (!path.decisions.empty())
+    const bool decided = !path.decisions.empty();
+    if (decided)
       on_path.witness = path.witness;
     std::unique_ptr<prover::Prover> prover = prover_for(options, on_path, start);
     std::optional<prover::PathProver> guarded;
-    if (!path.decisions.empty())
+    if (decided)
       guarded.emplace(*prover, prover::path_guard(store, path.decisions));
     checkers::CheckContext context{store, program, guarded ? *guarded : *prover,
                                    {},    {},      checkers::Lemmas(store)};
@@ -351,7 +348,7 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     CheckedPath path = check_path(store, target, options, result.world, next, start);
     ++tries;
     next = {kFirstPathSeed + static_cast<std::uint64_t>(tries), {}};
-    if (path.traced.failure || !path.decides() || path.settled()) {
+    if (path.traced.failure || path.decisions.empty() || path.settled()) {
       take_path(result, path, store, options);
       name_the_path(result, path);
       return finish();

@@ -30,12 +30,12 @@ def values_at_witness(array):
 
 def witness(array, what):
     """The array's values at the path's witness, as float64."""
-    values = _sp.witness(list(array.ravel()))
+    values = values_at_witness(array)
     if values is None:
         raise _tracing.Unsupported(
             f"{what} over symbolic values that have no value at the path's witness "
             "(a collective's result not linked yet, or an unmodelled value)")
-    return np.asarray(values, dtype=np.float64).reshape(array.shape)
+    return values
 
 
 def assume(conditions, holds, what, loc=None):

@@ -1049,15 +1049,11 @@ class Tensor(metaclass=_TensorType):
         source = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else _dim(dim, self.ndim)
         what = f"{fn.__name__} of a symbolic tensor"
-        if _choices.is_symbolic(source._a):
-            # Unread indices must not stop the run: where no witness can
-            # decide, only a use of them does.
-            keys = _choices.values_at_witness(source._a)
-            if keys is None:
-                return _SymbolicIndices(f"{what} with no value at the path's witness")
-            symbolic = source._a
-        else:
-            keys, symbolic = source._decision_keys(fn.__name__)
+        # Unread indices must not stop the run: where no witness can decide,
+        # only a use of them does.
+        keys, symbolic = source._decision_keys(fn.__name__, lazy=True)
+        if keys is None:
+            return _SymbolicIndices(f"{what} with no value at the path's witness")
         largest = fn is np.argmax
         if symbolic is not None and _ties_in_first(keys, d, 2, largest):
             return _SymbolicIndices(f"{what} with values equal at the path's witness")
@@ -1191,14 +1187,16 @@ class Tensor(metaclass=_TensorType):
             _choices.record_order(symbolic, order, d, keys.shape[d], descending, "argsort")
         return record(order.astype(np.int64), _dtypes.int64, "argsort", "reduction", (self,))
 
-    def _decision_keys(self, what):
+    def _decision_keys(self, what, lazy=False):
         """(keys as float64, the symbolic keys or None): the keys a decision
-        is made from; symbolic ones are read at the path's witness."""
+        is made from; symbolic ones are read at the path's witness. Where
+        they have no value there, a gap; with `lazy`, keys None instead."""
         keys = self._a
         if keys.dtype != object:
             return keys.astype(np.float64), None  # bool and integer keys sort as numbers
         if _choices.is_symbolic(keys):
-            return _choices.witness(keys, what), keys
+            at = _choices.values_at_witness(keys) if lazy else _choices.witness(keys, what)
+            return at, keys
         return np.vectorize(builtins.float, otypes=[np.float64])(keys), None
 
     @_tracing.no_effect(function="a memory-allocator hint", stream="see function")
