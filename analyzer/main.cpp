@@ -1,5 +1,6 @@
 // shardproof: proves that distributed training code computes what its
 // single-device version computes.
+#include "analyzer/kernel_check.h"
 #include "analyzer/report.h"
 #include "analyzer/session.h"
 #include "checkers/rules.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -41,7 +43,8 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
 
   auto *check = app.add_subcommand(
-      "check", "Prove FILE.py::FUNC at world size N against world size 1");
+      "check", "Prove FILE.py::FUNC at world size N against world size 1, or the "
+               "annotated kernels of FILE.cu against their PyTorch reference");
   auto *scan = app.add_subcommand(
       "scan", "Check every recipe that applies to a framework tree, over its "
               "default layouts (docs/coverage.md)");
@@ -55,8 +58,17 @@ int main(int argc, char **argv) {
   std::optional<double> target_seconds;
   bool whole_program = false;
   std::vector<std::string> selected, ignored, python_path;
-  check->add_option("targets", targets, "FILE.py::FUNC (FUNC defaults to entry)")
+  check
+      ->add_option("targets", targets,
+                   "FILE.py::FUNC (FUNC defaults to entry), or FILE.cu (every annotated "
+                   "kernel launch)")
       ->required();
+  std::optional<std::string> cuda_path;
+  check
+      ->add_option("--cuda-path", cuda_path,
+                   "parse .cu files with this CUDA toolkit's headers (default: "
+                   "shardproof's own header set, no toolkit needed)")
+      ->check(CLI::ExistingDirectory);
   check->add_option("--world", world, "simulated world size")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -249,6 +261,11 @@ int main(int argc, char **argv) {
   std::vector<analyzer::TargetResult> results;
   for (const auto &run : runs) {
     try {
+      if (analyzer::is_cuda_target(run)) {
+        auto kernels = analyzer::check_kernels(run, options, {.cuda_path = cuda_path});
+        std::move(kernels.begin(), kernels.end(), std::back_inserter(results));
+        continue;
+      }
       results.push_back(analyzer::check_target(run, options));
     } catch (const std::exception &e) {
       results.push_back(analyzer::internal_error(run, options, e.what()));

@@ -119,6 +119,34 @@ constexpr Rule kRules[] = {
      "initialisation from a single-device model) must use that layout. Typical "
      "cause: a SwiGLU fc1 whose gate and up halves are sharded separately, "
      "without `partition_stride=2` on the weight."},
+    {RuleCode::KernelMismatch, "SP012", "kernel-mismatch", Severity::Error,
+     "A CUDA kernel's output differs from the PyTorch expression it replaces.",
+     "A kernel annotated with `// shardproof: launch`, `arg` and `reference` "
+     "lines is run symbolically over the annotated (reduced) grid and block: "
+     "every output element becomes a term over the input buffers' elements, "
+     "and is proved equal, over the reals, to the reference expression "
+     "evaluated on shardproof's stand-in torch. The report names the kernel "
+     "line that wrote the differing element, the thread that wrote it, and "
+     "input values that show the difference. Typical causes: a shuffle of the "
+     "wrong width, a wrong index into a broadcast operand, a mask off by one, "
+     "an element no thread writes."},
+    {RuleCode::MemoryRace, "SP013", "shared-memory-race", Severity::Error,
+     "Two threads access one memory element with no barrier between, one of "
+     "them writing.",
+     "The threads of a block run phase by phase, a phase ending at "
+     "`__syncthreads()`. A read and a write, or two writes, of one element of "
+     "shared memory by different threads in the same phase (or of global "
+     "memory by threads of different blocks) make the result depend on the "
+     "hardware's scheduling. The report names both accesses, their threads and "
+     "the element. Typical cause: a missing `__syncthreads()` between the "
+     "steps of a shared-memory reduction."},
+    {RuleCode::OutOfBounds, "SP014", "out-of-bounds", Severity::Error,
+     "A kernel reads or writes outside a buffer on the reduced launch.",
+     "Every access of a global buffer, a shared array or a local array is "
+     "checked against its size on the annotated launch. The report names the "
+     "access, the thread and the index. Typical causes: a missing bounds guard "
+     "for the last block, an index computed with the wrong stride, dynamic "
+     "shared memory smaller than the kernel uses."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -126,13 +154,17 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::InferredLayout) + 1;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::OutOfBounds) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
 
 std::span<const RuleCode> session_rules() {
-  static constexpr RuleCode kSessionRules[] = {RuleCode::InferredLayout};
+  // The kernel rules come from the analyzer's kernel check
+  // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
+  static constexpr RuleCode kSessionRules[] = {
+      RuleCode::InferredLayout, RuleCode::KernelMismatch, RuleCode::MemoryRace,
+      RuleCode::OutOfBounds};
   return kSessionRules;
 }
 

@@ -27,6 +27,9 @@ enum class RuleCode {
   RngDivergence,      // SP009
   ExpOverflow,        // SP010
   InferredLayout,     // SP011
+  KernelMismatch,     // SP012
+  MemoryRace,         // SP013
+  OutOfBounds,        // SP014
 };
 
 struct Rule {
@@ -39,8 +42,9 @@ struct Rule {
 };
 
 std::span<const Rule> all_rules();
-// Rules that no check reports: the analyzer's session reports them about a
-// whole run (a layout it had to infer), not about one obligation.
+// Rules that no check reports: the analyzer reports them about a whole run
+// (a layout it had to infer) or about a lifted CUDA kernel, not about one
+// obligation of a linked program.
 std::span<const RuleCode> session_rules();
 const Rule &rule(RuleCode code);
 // The rule whose id (SP001) or name (forward-mismatch) is `text`, if any.

@@ -1,0 +1,315 @@
+#include "analyzer/kernel_check.h"
+
+#include "frontend/python/python_frontend.h"
+#include "models/terms/evaluate.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace shardproof::analyzer {
+
+namespace fs = std::filesystem;
+namespace cuda = frontend::cuda;
+using checkers::Finding;
+using checkers::RuleCode;
+using frontend::TraceFailure;
+using prover::Verdict;
+using terms::TermId;
+
+bool is_cuda_target(const Target &target) {
+  std::string extension = fs::path(target.path).extension().string();
+  return extension == ".cu" || extension == ".cuh";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TargetResult failed(const Target &target, TraceFailure::Kind kind, cuda::Diagnostic why) {
+  TargetResult result;
+  result.target = target;
+  result.world = 1;
+  result.failure = TraceFailure{kind, std::move(why.loc), std::move(why.message)};
+  if (kind == TraceFailure::Kind::Unsupported) {
+    Verdict blocked;
+    blocked.why = result.failure->message;
+    result.obligations.push_back(
+        {"kernel " + target.function, result.failure->loc, std::move(blocked)});
+  }
+  return result;
+}
+
+// A folder of its own for the generated reference module, removed after.
+class ScratchFolder {
+public:
+  ScratchFolder() {
+    std::string pattern =
+        (fs::temp_directory_path() / "shardproof-kernel-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot create a scratch folder for the reference");
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path &path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+// The reference as an entry of the Python frontend's contract: every buffer
+// a symbolic tensor of its shape (created in the launch's argument order, so
+// the reference's leaf k is buffer arg k), every scalar a Python constant,
+// the expression the module's output.
+std::string reference_module(const cuda::KernelLaunch &launch) {
+  std::vector<std::string> buffers, scalars, creations;
+  for (const cuda::KernelArg &arg : launch.args) {
+    if (arg.is_buffer()) {
+      buffers.push_back(arg.name);
+      creations.push_back(
+          fmt::format("    {} = torch.randn({})", arg.name, fmt::join(arg.shape, ", ")));
+    } else {
+      scalars.push_back(fmt::format("        {} = {}", arg.name, arg.scalar));
+    }
+  }
+  return fmt::format("import torch\n\n\n"
+                     "class KernelReference(torch.nn.Module):\n"
+                     "    def forward(self, {}):\n{}\n"
+                     "        return {}\n\n\n"
+                     "def entry():\n{}\n"
+                     "    return {{'model': KernelReference(), 'inputs': ({},), "
+                     "'backward': lambda loss: None}}\n",
+                     fmt::join(buffers, ", "), fmt::join(scalars, "\n"), launch.reference,
+                     fmt::join(creations, "\n"), fmt::join(buffers, ", "));
+}
+
+struct Reference {
+  std::map<std::string, std::vector<TermId>> inputs; // by buffer arg
+  std::map<TermId, std::string> element_names;       // "x[1,3]"
+  std::vector<TermId> output;
+  ir::Shape output_shape;
+  std::optional<TraceFailure> failure;
+};
+
+// Runs the reference expression on the stand-in torch (the Python frontend
+// at world 1) and names its input variables after the buffers.
+Reference evaluate_reference(terms::TermStore &store, const cuda::KernelLaunch &launch,
+                             const SessionOptions &options) {
+  ScratchFolder scratch;
+  fs::path module = scratch.path() / "kernel_reference.py";
+  std::ofstream(module) << reference_module(launch);
+  frontend::PythonFrontend python;
+  Target target{module.string(), "entry"};
+  frontend::TracedProgram traced = python.trace(store, target,
+                                                {.world = 1,
+                                                 .time_limit = options.trace_time_limit,
+                                                 .python_path = options.python_path});
+  Reference reference;
+  auto fail = [&](TraceFailure::Kind kind, std::string message) {
+    reference.failure = TraceFailure{kind, launch.reference_loc, std::move(message)};
+    return reference;
+  };
+  if (traced.failure)
+    return fail(traced.failure->kind,
+                fmt::format("the reference expression '{}' could not be evaluated: {}",
+                            launch.reference, traced.failure->message));
+  const ir::Trace &trace = traced.reference;
+  std::size_t k = 0;
+  for (const cuda::KernelArg &arg : launch.args) {
+    if (!arg.is_buffer())
+      continue;
+    if (k >= trace.leaves.size() || trace.leaves[k].shape != arg.shape)
+      return fail(TraceFailure::Kind::BadInput,
+                  fmt::format("the reference expression did not keep buffer '{}' as "
+                              "created",
+                              arg.name));
+    const ir::Leaf &leaf = trace.leaves[k++];
+    reference.inputs[arg.name] = leaf.elements;
+    for (std::size_t i = 0; i < leaf.elements.size(); ++i)
+      reference.element_names[leaf.elements[i]] = arg.name + ir::index_str(arg.shape, i);
+  }
+  const ir::Output *out = nullptr;
+  for (const ir::Output &o : trace.outputs)
+    if (o.role == ir::Output::Role::Forward)
+      out = out ? nullptr : &o;
+  if (!out)
+    return fail(TraceFailure::Kind::BadInput,
+                fmt::format("the reference expression '{}' must give one tensor",
+                            launch.reference));
+  reference.output = out->elements;
+  reference.output_shape = out->shape;
+  return reference;
+}
+
+// The refutation as the Python checks report one: the inputs that show it,
+// the reference's element and the kernel's (rank 0: the one launch).
+Finding mismatch_finding(const terms::TermStore &store, const cuda::KernelLaunch &launch,
+                         const Reference &reference, const cuda::LiftedLaunch &lifted,
+                         const std::string &obligation,
+                         const prover::Counterexample &cex) {
+  std::size_t i = cex.element;
+  const std::vector<TermId> &kernel = lifted.buffers.at(launch.output);
+  const cuda::KernelArg &out = *launch.arg(launch.output);
+  std::string element = launch.output + ir::index_str(out.shape, i);
+  const auto &write = lifted.writes.at(launch.output)[i];
+  Finding f = Finding::of(
+      RuleCode::KernelMismatch, write ? write->loc : launch.loc,
+      write ? fmt::format("the value kernel '{}' writes here into {} differs from the "
+                          "reference '{}'",
+                          launch.callee(), element, launch.reference)
+            : fmt::format("kernel '{}' never writes {}, which the reference '{}' defines",
+                          launch.callee(), element, launch.reference));
+  auto values = [&](TermId v) {
+    auto it = cex.values.find(v);
+    return it == cex.values.end() ? 0.0 : it->second;
+  };
+  terms::DoubleEvaluator eval(store, values);
+  checkers::Example example;
+  example.world = 1;
+  example.obligation = obligation;
+  example.layout = "equal";
+  for (const auto &[var, v] : cex.values)
+    if (v != 0) {
+      auto name = reference.element_names.find(var);
+      example.inputs.push_back({name != reference.element_names.end()
+                                    ? name->second
+                                    : store.variable(var).name,
+                                v});
+    }
+  example.element = element;
+  example.reference = eval(reference.output[i]).value_or(NAN);
+  checkers::Example::RankValue value{0, element, eval(kernel[i]).value_or(NAN),
+                                     std::nullopt};
+  if (!terms::nearly_equal(value.value, example.reference))
+    value.expected = example.reference;
+  example.ranks.push_back(value);
+  f.example = std::move(example);
+  if (write)
+    f.details.push_back(fmt::format("Rank 0 is the kernel's launch: {} was written by {}",
+                                    element, write->thread.str()));
+  f.notes.push_back({launch.reference_loc, "the reference is given here"});
+  return f;
+}
+
+Finding kernel_finding(const cuda::KernelFinding &found) {
+  Finding f = Finding::of(found.kind == cuda::KernelFinding::Kind::SharedMemoryRace
+                              ? RuleCode::MemoryRace
+                              : RuleCode::OutOfBounds,
+                          found.loc, found.message);
+  if (found.other_loc)
+    f.notes.push_back({*found.other_loc, found.other_note});
+  return f;
+}
+
+TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
+                          const cuda::KernelLaunch &launch,
+                          const SessionOptions &options) {
+  auto start = Clock::now();
+  Target target = file;
+  target.function = launch.callee();
+  terms::TermStore store;
+  Reference reference = evaluate_reference(store, launch, options);
+  if (reference.failure) {
+    TargetResult result = failed(target, reference.failure->kind,
+                                 {reference.failure->loc, reference.failure->message});
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  const cuda::KernelArg &out = *launch.arg(launch.output);
+  if (ir::element_count(out.shape) != ir::element_count(reference.output_shape)) {
+    TargetResult result =
+        failed(target, TraceFailure::Kind::BadInput,
+               {launch.reference_loc,
+                fmt::format("the reference has shape {} but buffer '{}' is {}",
+                            ir::shape_str(reference.output_shape), out.name,
+                            ir::shape_str(out.shape))});
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  cuda::LiftedLaunch lifted = parsed.lift(store, launch, reference.inputs);
+  TargetResult result;
+  result.target = target;
+  result.world = 1;
+  for (const cuda::KernelFinding &found : lifted.findings)
+    result.findings.push_back(kernel_finding(found));
+  std::string name = fmt::format("kernel {}: '{}' equals the reference '{}'",
+                                 launch.callee(), launch.output, launch.reference);
+  if (lifted.unsupported) {
+    TargetResult blocked =
+        failed(target, TraceFailure::Kind::Unsupported, std::move(*lifted.unsupported));
+    blocked.obligations.front().name = name;
+    blocked.seconds = seconds_since(start);
+    return blocked;
+  }
+  if (!result.findings.empty()) { // the lifted values are not the kernel's meaning
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  prover::WorkerProver prover(options.prover);
+  Verdict verdict =
+      prover.prove(store, lifted.buffers.at(launch.output), reference.output);
+  if (verdict.kind == Verdict::Kind::Refuted && verdict.counterexample)
+    result.findings.push_back(mismatch_finding(store, launch, reference, lifted, name,
+                                               *verdict.counterexample));
+  result.obligations.push_back({name, launch.loc, std::move(verdict)});
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+std::vector<std::string> read_lines(const std::string &path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+} // namespace
+
+std::vector<TargetResult> check_kernels(const Target &target,
+                                        const SessionOptions &options,
+                                        const cuda::ParseOptions &parse) {
+  Target file = target;
+  file.function = "(file)";
+  if (!fs::is_regular_file(target.path))
+    return {failed(file, TraceFailure::Kind::BadInput,
+                   {{target.path, 0}, "cannot read " + target.path})};
+  cuda::Annotations annotations =
+      cuda::read_annotations(target.path, read_lines(target.path));
+  if (annotations.error)
+    return {failed(file, TraceFailure::Kind::BadInput, *annotations.error)};
+  if (annotations.launches.empty())
+    return {failed(file, TraceFailure::Kind::BadInput,
+                   {{target.path, 0},
+                    "no '// shardproof: launch' annotation: nothing to check (see "
+                    "README, CUDA kernels)"})};
+  cuda::ParsedFile parsed = cuda::parse_file(target.path, annotations.launches, parse);
+  std::vector<TargetResult> results;
+  for (const cuda::KernelLaunch &launch : annotations.launches) {
+    if (!parsed.file) {
+      Target named = target;
+      named.function = launch.callee();
+      results.push_back(failed(named,
+                               parsed.rejected_by_clang ? TraceFailure::Kind::Unsupported
+                                                        : TraceFailure::Kind::BadInput,
+                               *parsed.error));
+      continue;
+    }
+    results.push_back(check_launch(target, *parsed.file, launch, options));
+  }
+  return results;
+}
+
+} // namespace shardproof::analyzer

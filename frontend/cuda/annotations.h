@@ -1,0 +1,67 @@
+// The `// shardproof:` annotations of a .cu file (issue 13): which kernel to
+// launch at which reduced grid, its arguments, and the PyTorch expression
+// its output must equal.
+//
+//   // shardproof: launch KERNEL[<TEMPLATE ARGS>] grid=(X[,Y[,Z]]) block=(X[,Y[,Z]])
+//   [shared=BYTES]
+//   // shardproof: arg NAME = float32[D0,D1,...]   (a device buffer, symbolic contents)
+//   // shardproof: arg NAME = VALUE                 (a scalar argument)
+//   // shardproof: reference OUT = PYTORCH EXPRESSION over the arg names
+#pragma once
+
+#include "models/ir/trace.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardproof::frontend::cuda {
+
+// A problem with the input, at a line of it: the user's to fix.
+struct Diagnostic {
+  ir::SourceLoc loc;
+  std::string message;
+};
+
+struct KernelArg {
+  std::string name;
+  ir::SourceLoc loc;
+  // A device buffer: its element type (Float32, Float16, BFloat16, Int32,
+  // Int64) and shape; its contents are symbolic.
+  std::optional<ir::DType> buffer_type;
+  ir::Shape shape;
+  // A scalar: the value as written (an integer or a floating-point literal).
+  std::string scalar;
+  bool is_buffer() const { return buffer_type.has_value(); }
+};
+
+struct KernelLaunch {
+  ir::SourceLoc loc; // the launch annotation
+  std::string kernel;
+  std::string template_args; // "float, 32" for KERNEL<float, 32>; empty if none
+  std::array<int, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int shared_bytes = 0; // dynamic shared memory
+  std::vector<KernelArg> args;
+  std::string output;    // the buffer the reference describes
+  std::string reference; // the PyTorch expression
+  ir::SourceLoc reference_loc;
+
+  // KERNEL or KERNEL<ARGS>, as C++ names it.
+  std::string callee() const {
+    return template_args.empty() ? kernel : kernel + "<" + template_args + ">";
+  }
+  const KernelArg *arg(const std::string &name) const;
+};
+
+struct Annotations {
+  std::vector<KernelLaunch> launches;
+  std::optional<Diagnostic> error; // the first malformed annotation
+};
+
+// Reads every launch of `lines` (a file's lines, `file` naming it). Each
+// launch is followed by its args and one reference, before the next launch.
+Annotations read_annotations(const std::string &file,
+                             const std::vector<std::string> &lines);
+
+} // namespace shardproof::frontend::cuda

@@ -1,0 +1,1432 @@
+// Lifting a kernel launch by symbolic execution of its AST. The threads of a
+// block run in lockstep (SIMT): every expression is evaluated for all active
+// threads at once, so a warp shuffle reads its partners' values directly and
+// __syncthreads ends a phase for the whole block. Integers are concrete and
+// computed at their C++ width; floating-point values are terms over the
+// reals. Memory accesses are bounds-checked and checked for conflicts within
+// a phase (a race). Anything not modelled stops the lift with its line.
+#include "frontend/cuda/cuda_file.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/ExprCXX.h>
+#include <clang/AST/Stmt.h>
+#include <clang/AST/StmtCXX.h>
+#include <clang/Lex/Lexer.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <unordered_map>
+
+namespace shardproof::frontend::cuda {
+
+using terms::TermId;
+
+std::string ThreadId::str() const {
+  return fmt::format("thread ({},{},{}) of block ({},{},{})", thread[0], thread[1],
+                     thread[2], block[0], block[1], block[2]);
+}
+
+namespace {
+
+// Stops the lift: a construct not modelled (could not prove).
+struct NotModelled {
+  ir::SourceLoc loc;
+  std::string what;
+};
+// Stops the lift: a finding was recorded.
+struct FindingRecorded {};
+
+struct Value {
+  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool };
+  Kind kind = Kind::Undef;
+  std::int64_t i = 0;   // Int (and concrete booleans)
+  TermId term = 0;      // Float; SymBool (a comparison term)
+  bool negated = false; // SymBool: the comparison's negation
+  int buffer = -1;      // Pointer
+  std::int64_t offset = 0;
+
+  static Value integer(std::int64_t v) { return {Kind::Int, v}; }
+  static Value real(TermId t) { return {Kind::Float, 0, t}; }
+  static Value pointer(int buffer, std::int64_t offset) {
+    return {Kind::Pointer, 0, 0, false, buffer, offset};
+  }
+};
+
+enum class Space { Global, Shared, Local };
+
+struct Access {
+  int block = -1, thread = -1, phase = -1;
+  ir::SourceLoc loc;
+};
+
+struct Buffer {
+  std::string name;
+  Space space = Space::Global;
+  std::vector<Value> cells;
+  std::vector<std::optional<Access>> last_write;
+  std::vector<std::vector<Access>> reads; // of the current phase of the accessor
+  std::vector<std::optional<ElementWrite>> writes;
+};
+
+enum class Flow : std::uint8_t { Running, Returned, Broken, Continued };
+
+struct Frame {
+  std::unordered_map<const clang::VarDecl *, Value> registers;
+  Value returned;
+};
+
+struct Thread {
+  std::vector<Frame> frames;
+  Flow flow = Flow::Running;
+  // Data-dependent branches this thread is in: writes are merged as
+  // ite(condition, new, old) (a false polarity: the else side).
+  std::vector<std::pair<TermId, bool>> guards;
+  std::unordered_map<const clang::VarDecl *, int> locals; // local arrays
+};
+
+using Mask = std::vector<char>;
+using Values = std::vector<Value>;
+
+constexpr int kWarpSize = 32;
+constexpr std::int64_t kMaxSteps = 20'000'000;
+
+class Lifter {
+public:
+  Lifter(terms::TermStore &store, const clang::ASTUnit &unit, const KernelLaunch &launch)
+      : store_(store), context_(unit.getASTContext()), sources_(unit.getSourceManager()),
+        launch_(launch) {}
+
+  LiftedLaunch run(const clang::FunctionDecl &kernel,
+                   const std::map<std::string, std::vector<TermId>> &inputs) {
+    LiftedLaunch lifted;
+    try {
+      bind_buffers(inputs);
+      auto parameters = kernel_arguments(kernel);
+      for (int bz = 0; bz < launch_.grid[2]; ++bz)
+        for (int by = 0; by < launch_.grid[1]; ++by)
+          for (int bx = 0; bx < launch_.grid[0]; ++bx)
+            run_block({bx, by, bz}, kernel, parameters);
+    } catch (const NotModelled &e) {
+      lifted.unsupported = Diagnostic{e.loc, e.what};
+    } catch (const FindingRecorded &) {
+    }
+    lifted.findings = std::move(findings_);
+    for (const KernelArg &arg : launch_.args) {
+      if (!arg.is_buffer())
+        continue;
+      const Buffer &buffer = buffers_[buffer_of_.at(arg.name)];
+      std::vector<TermId> &out = lifted.buffers[arg.name];
+      for (const Value &cell : buffer.cells)
+        out.push_back(cell.term);
+      lifted.writes[arg.name] = buffer.writes;
+    }
+    return lifted;
+  }
+
+private:
+  // --- setup -------------------------------------------------------------
+
+  void bind_buffers(const std::map<std::string, std::vector<TermId>> &inputs) {
+    for (const KernelArg &arg : launch_.args) {
+      if (!arg.is_buffer())
+        continue;
+      if (*arg.buffer_type == ir::DType::Int32 || *arg.buffer_type == ir::DType::Int64)
+        throw NotModelled{arg.loc, fmt::format("integer buffer '{}' is not modelled "
+                                               "(its contents would have to be concrete)",
+                                               arg.name)};
+      Buffer buffer;
+      buffer.name = arg.name;
+      for (TermId t : inputs.at(arg.name))
+        buffer.cells.push_back(Value::real(t));
+      buffer_of_[arg.name] = new_buffer(std::move(buffer));
+    }
+  }
+
+  int new_buffer(Buffer buffer) {
+    std::size_t n = buffer.cells.size();
+    buffer.cells.resize(n);
+    buffer.last_write.resize(n);
+    buffer.reads.resize(n);
+    buffer.writes.resize(n);
+    buffers_.push_back(std::move(buffer));
+    return static_cast<int>(buffers_.size()) - 1;
+  }
+
+  std::vector<std::pair<const clang::ParmVarDecl *, Value>>
+  kernel_arguments(const clang::FunctionDecl &kernel) {
+    std::vector<std::pair<const clang::ParmVarDecl *, Value>> out;
+    for (const clang::ParmVarDecl *param : kernel.parameters()) {
+      std::string name = param->getNameAsString();
+      const KernelArg *arg = launch_.arg(name);
+      if (!arg)
+        throw NotModelled{launch_.loc,
+                          fmt::format("kernel parameter '{}' has no "
+                                      "'// shardproof: arg {} = ...' annotation",
+                                      name, name)};
+      clang::QualType type = param->getType().getCanonicalType();
+      if (arg->is_buffer() != type->isPointerType())
+        throw NotModelled{arg->loc,
+                          fmt::format("arg '{}' is annotated as a {} but "
+                                      "the kernel's parameter is '{}'",
+                                      name, arg->is_buffer() ? "buffer" : "scalar",
+                                      param->getType().getAsString())};
+      if (arg->is_buffer())
+        out.emplace_back(param, Value::pointer(buffer_of_.at(name), 0));
+      else if (type->isIntegerType())
+        out.emplace_back(param, Value::integer(std::stoll(arg->scalar)));
+      else if (type->isRealFloatingType())
+        out.emplace_back(param, Value::real(store_.constant_from_double(
+                                    std::strtod(arg->scalar.c_str(), nullptr))));
+      else
+        throw NotModelled{loc(param->getLocation()),
+                          fmt::format("a kernel parameter of type '{}' is "
+                                      "not modelled",
+                                      param->getType().getAsString())};
+    }
+    return out;
+  }
+
+  void
+  run_block(std::array<int, 3> block, const clang::FunctionDecl &kernel,
+            const std::vector<std::pair<const clang::ParmVarDecl *, Value>> &params) {
+    block_ = block;
+    ++block_serial_;
+    phase_ = 0;
+    shared_.clear();
+    int n = launch_.block[0] * launch_.block[1] * launch_.block[2];
+    threads_.assign(n, Thread{});
+    for (Thread &t : threads_) {
+      t.frames.emplace_back();
+      for (const auto &[param, value] : params)
+        t.frames.back().registers[param] = value;
+    }
+    Mask all(n, 1);
+    exec(kernel.getBody(), all);
+  }
+
+  // --- places and messages ----------------------------------------------
+
+  ir::SourceLoc loc(clang::SourceLocation at) const { return source_loc(sources_, at); }
+  ir::SourceLoc loc(const clang::Stmt *s) const { return loc(s->getBeginLoc()); }
+
+  [[noreturn]] void not_modelled(const clang::Stmt *s, const std::string &what) const {
+    throw NotModelled{loc(s),
+                      fmt::format("{} at {} is not modelled", what, loc(s).str())};
+  }
+
+  std::string text_of(const clang::Stmt *s) const {
+    auto range = clang::CharSourceRange::getTokenRange(s->getSourceRange());
+    std::string text =
+        clang::Lexer::getSourceText(range, sources_, context_.getLangOpts()).str();
+    if (text.size() > 60)
+      text = text.substr(0, 57) + "...";
+    return text;
+  }
+
+  ThreadId thread_id(int t) const {
+    int bx = launch_.block[0], by = launch_.block[1];
+    return {block_, {t % bx, (t / bx) % by, t / (bx * by)}};
+  }
+
+  void step(const clang::Stmt *s) {
+    if (++steps_ > kMaxSteps)
+      throw NotModelled{loc(s), fmt::format("the launch did not finish "
+                                            "within {} steps (at {})",
+                                            kMaxSteps, loc(s).str())};
+  }
+
+  // --- masks --------------------------------------------------------------
+
+  bool active(const Mask &mask, int t) const {
+    return mask[t] && threads_[t].flow == Flow::Running;
+  }
+  Mask live(const Mask &mask) const {
+    Mask out(mask.size());
+    for (std::size_t t = 0; t < mask.size(); ++t)
+      out[t] = active(mask, static_cast<int>(t));
+    return out;
+  }
+  static bool any(const Mask &mask) {
+    return std::find(mask.begin(), mask.end(), 1) != mask.end();
+  }
+
+  // --- statements -----------------------------------------------------------
+
+  void exec(const clang::Stmt *s, const Mask &mask) {
+    Mask on = live(mask);
+    if (!s || !any(on))
+      return;
+    step(s);
+    if (const auto *compound = llvm::dyn_cast<clang::CompoundStmt>(s)) {
+      for (const clang::Stmt *child : compound->body())
+        exec(child, on);
+    } else if (const auto *attributed = llvm::dyn_cast<clang::AttributedStmt>(s)) {
+      exec(attributed->getSubStmt(), on); // #pragma unroll: unrolled anyway
+    } else if (const auto *decl = llvm::dyn_cast<clang::DeclStmt>(s)) {
+      for (const clang::Decl *d : decl->decls())
+        declare(d, s, on);
+    } else if (const auto *branch = llvm::dyn_cast<clang::IfStmt>(s)) {
+      exec_if(branch, on);
+    } else if (const auto *loop = llvm::dyn_cast<clang::ForStmt>(s)) {
+      exec(loop->getInit(), on);
+      exec_loop(loop->getCond(), loop->getBody(), loop->getInc(), on, false);
+    } else if (const auto *loop = llvm::dyn_cast<clang::WhileStmt>(s)) {
+      exec_loop(loop->getCond(), loop->getBody(), nullptr, on, false);
+    } else if (const auto *loop = llvm::dyn_cast<clang::DoStmt>(s)) {
+      exec_loop(loop->getCond(), loop->getBody(), nullptr, on, true);
+    } else if (llvm::isa<clang::BreakStmt>(s) || llvm::isa<clang::ContinueStmt>(s)) {
+      leave(s, on, llvm::isa<clang::BreakStmt>(s) ? Flow::Broken : Flow::Continued);
+    } else if (const auto *ret = llvm::dyn_cast<clang::ReturnStmt>(s)) {
+      if (ret->getRetValue()) {
+        Values v = eval(ret->getRetValue(), on);
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t])
+            threads_[t].frames.back().returned = v[t];
+      }
+      leave(s, on, Flow::Returned);
+    } else if (llvm::isa<clang::NullStmt>(s)) {
+    } else if (const auto *e = llvm::dyn_cast<clang::Expr>(s)) {
+      eval(e, on);
+    } else {
+      not_modelled(
+          s, fmt::format("the statement '{}' ({})", text_of(s), s->getStmtClassName()));
+    }
+  }
+
+  void leave(const clang::Stmt *s, const Mask &on, Flow flow) {
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        if (!threads_[t].guards.empty())
+          not_modelled(s, "leaving a branch on a data-dependent condition");
+        threads_[t].flow = flow;
+      }
+  }
+
+  void declare(const clang::Decl *d, const clang::Stmt *s, const Mask &on) {
+    const auto *var = llvm::dyn_cast<clang::VarDecl>(d);
+    if (!var)
+      return; // a typedef, a using declaration
+    clang::QualType type = var->getType().getCanonicalType();
+    if (var->hasAttr<clang::CUDASharedAttr>()) {
+      if (!shared_.count(var))
+        shared_[var] = new_buffer(array_buffer(var, Space::Shared));
+      return;
+    }
+    if (var->isStaticLocal())
+      not_modelled(s, "a static local variable");
+    if (type->isArrayType()) {
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
+      if (var->hasInit())
+        not_modelled(s, "an initialised local array");
+      return;
+    }
+    if (!var->hasInit()) {
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          threads_[t].frames.back().registers[var] = Value{};
+      return;
+    }
+    Values v = eval(var->getInit(), on);
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        threads_[t].frames.back().registers[var] =
+            convert(v[t], var->getInit()->getType(), type, var->getInit());
+  }
+
+  Buffer array_buffer(const clang::VarDecl *var, Space space) {
+    Buffer buffer;
+    buffer.name = var->getNameAsString();
+    buffer.space = space;
+    clang::QualType type = var->getType().getCanonicalType();
+    std::int64_t n = 0;
+    if (const auto *incomplete = context_.getAsIncompleteArrayType(type)) {
+      // extern __shared__ T s[]: the launch's dynamic shared memory.
+      auto bytes =
+          context_.getTypeSizeInChars(incomplete->getElementType()).getQuantity();
+      n = launch_.shared_bytes / bytes;
+    } else if (type->isConstantArrayType()) {
+      n = scalars_in(type, loc(var->getLocation()));
+    } else {
+      not_modelled(var->getInit() ? static_cast<const clang::Stmt *>(var->getInit())
+                                  : nullptr,
+                   "a shared variable that is not an array");
+    }
+    buffer.cells.resize(n);
+    return buffer;
+  }
+
+  // How many scalars a value of `type` holds (an array's elements, nested).
+  std::int64_t scalars_in(clang::QualType type, const ir::SourceLoc &where) const {
+    type = type.getCanonicalType();
+    if (const auto *array = context_.getAsConstantArrayType(type))
+      return array->getSize().getSExtValue() * scalars_in(array->getElementType(), where);
+    if (type->isScalarType())
+      return 1;
+    throw NotModelled{where, fmt::format("values of type '{}' at {} are "
+                                         "not modelled",
+                                         type.getAsString(), where.str())};
+  }
+
+  void exec_if(const clang::IfStmt *branch, const Mask &on) {
+    if (branch->getInit() || branch->getConditionVariable())
+      not_modelled(branch, "an if with an initialiser");
+    Values cond = eval(branch->getCond(), on);
+    Mask then_mask(on.size()), else_mask(on.size()), symbolic(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      if (cond[t].kind == Value::Kind::SymBool)
+        symbolic[t] = 1;
+      else
+        (truth(cond[t], branch->getCond()) ? then_mask : else_mask)[t] = 1;
+    }
+    exec(branch->getThen(), then_mask);
+    exec(branch->getElse(), else_mask);
+    if (!any(symbolic))
+      return;
+    // A data-dependent branch: both sides run, writes merged under its condition.
+    for (bool side : {true, false}) {
+      const clang::Stmt *body = side ? branch->getThen() : branch->getElse();
+      if (!body)
+        continue;
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (symbolic[t])
+          threads_[t].guards.emplace_back(cond[t].term, side != cond[t].negated);
+      exec(body, symbolic);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (symbolic[t])
+          threads_[t].guards.pop_back();
+    }
+  }
+
+  void exec_loop(const clang::Expr *cond, const clang::Stmt *body, const clang::Expr *inc,
+                 const Mask &on, bool body_first) {
+    Mask looping = on;
+    for (bool first = true;; first = false) {
+      if (!(first && body_first) && cond) {
+        Values c = eval(cond, looping);
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (looping[t] && !truth(c[t], cond))
+            looping[t] = 0;
+      }
+      looping = live(looping);
+      if (!any(looping))
+        return;
+      exec(body, looping);
+      for (std::size_t t = 0; t < on.size(); ++t) {
+        if (!looping[t])
+          continue;
+        Flow &flow = threads_[t].flow;
+        if (flow == Flow::Continued)
+          flow = Flow::Running;
+        if (flow == Flow::Broken) {
+          flow = Flow::Running;
+          looping[t] = 0;
+        }
+      }
+      looping = live(looping);
+      if (inc)
+        eval(inc, looping);
+    }
+  }
+
+  // A concrete truth value; a data-dependent one here is not modelled.
+  bool truth(const Value &v, const clang::Expr *e) const {
+    switch (v.kind) {
+    case Value::Kind::Int:
+      return v.i != 0;
+    case Value::Kind::Pointer:
+      return true;
+    case Value::Kind::Float:
+      if (store_.is_const(v.term))
+        return store_.const_value(v.term) != 0;
+      break;
+    default:
+      break;
+    }
+    not_modelled(e, fmt::format("the data-dependent condition '{}' of a loop or a "
+                                "branch that does not only assign values",
+                                text_of(e)));
+  }
+
+  // --- expressions ----------------------------------------------------------
+
+  Values eval(const clang::Expr *e, const Mask &on) {
+    step(e);
+    e = e->IgnoreParens();
+    Values out(on.size());
+    if (const auto *lit = llvm::dyn_cast<clang::IntegerLiteral>(e))
+      return fill(on, Value::integer(
+                          wrap(static_cast<std::int64_t>(lit->getValue().getZExtValue()),
+                               lit->getType())));
+    if (const auto *lit = llvm::dyn_cast<clang::CXXBoolLiteralExpr>(e))
+      return fill(on, Value::integer(lit->getValue()));
+    if (const auto *lit = llvm::dyn_cast<clang::FloatingLiteral>(e))
+      return fill(on, Value::real(float_literal(lit)));
+    if (const auto *subst = llvm::dyn_cast<clang::SubstNonTypeTemplateParmExpr>(e))
+      return eval(subst->getReplacement(), on);
+    if (const auto *cleanups = llvm::dyn_cast<clang::ExprWithCleanups>(e))
+      return eval(cleanups->getSubExpr(), on);
+    if (const auto *cast = llvm::dyn_cast<clang::CastExpr>(e))
+      return eval_cast(cast, on);
+    if (const auto *pseudo = llvm::dyn_cast<clang::PseudoObjectExpr>(e))
+      return builtin_index(pseudo, on);
+    if (const auto *unary = llvm::dyn_cast<clang::UnaryOperator>(e))
+      return eval_unary(unary, on);
+    if (const auto *binary = llvm::dyn_cast<clang::BinaryOperator>(e))
+      return eval_binary(binary, on);
+    if (const auto *cond = llvm::dyn_cast<clang::ConditionalOperator>(e))
+      return eval_conditional(cond, on);
+    if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
+      return eval_call(call, on);
+    if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e))
+      if (const auto *constant = llvm::dyn_cast<clang::EnumConstantDecl>(ref->getDecl()))
+        return fill(on, Value::integer(constant->getInitVal().getSExtValue()));
+    if (llvm::isa<clang::DeclRefExpr>(e) || llvm::isa<clang::ArraySubscriptExpr>(e)) {
+      // An array's name: its address (decayed by the cast around it).
+      if (e->getType()->isArrayType()) {
+        auto places = place(e, on);
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t])
+            out[t] = Value::pointer(places[t].buffer, places[t].offset);
+        return out;
+      }
+    }
+    // sizeof, constexpr values, template arguments: what clang can fold.
+    clang::Expr::EvalResult folded;
+    if (e->getType()->isIntegerType() && !e->HasSideEffects(context_) &&
+        e->EvaluateAsInt(folded, context_))
+      return fill(on, Value::integer(folded.Val.getInt().getExtValue()));
+    not_modelled(
+        e, fmt::format("the expression '{}' ({})", text_of(e), e->getStmtClassName()));
+  }
+
+  static Values fill(const Mask &on, Value v) {
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        out[t] = v;
+    return out;
+  }
+
+  // A literal as its decimal spelling says (as Python reads the reference's
+  // constants): 0.044715f and the reference's 0.044715 are the same term.
+  TermId float_literal(const clang::FloatingLiteral *lit) {
+    std::string text = clang::Lexer::getSourceText(
+                           clang::CharSourceRange::getTokenRange(lit->getSourceRange()),
+                           sources_, context_.getLangOpts())
+                           .str();
+    char *end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == text.c_str())
+      value = lit->getValueAsApproximateDouble();
+    return store_.constant_from_double(value);
+  }
+
+  Values builtin_index(const clang::PseudoObjectExpr *pseudo, const Mask &on) {
+    const auto *property =
+        llvm::dyn_cast<clang::MSPropertyRefExpr>(pseudo->getSyntacticForm());
+    const clang::Expr *object =
+        property ? property->getBaseExpr()->IgnoreImpCasts() : nullptr;
+    if (const auto *opaque = llvm::dyn_cast_or_null<clang::OpaqueValueExpr>(object))
+      object = opaque->getSourceExpr()->IgnoreImpCasts();
+    const auto *base = llvm::dyn_cast_or_null<clang::DeclRefExpr>(object);
+    if (!base)
+      not_modelled(pseudo, fmt::format("the expression '{}'", text_of(pseudo)));
+    std::string var = base->getDecl()->getNameAsString();
+    std::string axis = property->getPropertyDecl()->getNameAsString();
+    int k = axis == "x" ? 0 : axis == "y" ? 1 : 2;
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      ThreadId id = thread_id(static_cast<int>(t));
+      std::int64_t v = var == "threadIdx"  ? id.thread[k]
+                       : var == "blockIdx" ? id.block[k]
+                       : var == "blockDim" ? launch_.block[k]
+                       : var == "gridDim"  ? launch_.grid[k]
+                                           : -1;
+      if (v < 0)
+        not_modelled(pseudo, fmt::format("the builtin variable '{}'", var));
+      out[t] = Value::integer(v);
+    }
+    return out;
+  }
+
+  Values eval_cast(const clang::CastExpr *cast, const Mask &on) {
+    const clang::Expr *sub = cast->getSubExpr();
+    switch (cast->getCastKind()) {
+    case clang::CK_LValueToRValue:
+      return load(sub, on);
+    case clang::CK_ArrayToPointerDecay:
+    case clang::CK_NoOp:
+    case clang::CK_FunctionToPointerDecay:
+    case clang::CK_ToVoid:
+    case clang::CK_ConstructorConversion:
+      return eval(sub, on);
+    case clang::CK_IntegralCast:
+    case clang::CK_IntegralToFloating:
+    case clang::CK_FloatingToIntegral:
+    case clang::CK_FloatingCast:
+    case clang::CK_IntegralToBoolean:
+    case clang::CK_FloatingToBoolean: {
+      Values v = eval(sub, on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          v[t] = convert(v[t], sub->getType(), cast->getType(), cast);
+      return v;
+    }
+    default:
+      not_modelled(cast, fmt::format("the conversion '{}' ({})", text_of(cast),
+                                     cast->getCastKindName()));
+    }
+  }
+
+  // `v` of type `from` as a value of type `to`.
+  Value convert(Value v, clang::QualType from, clang::QualType to,
+                const clang::Stmt *at) {
+    to = to.getCanonicalType();
+    if (v.kind == Value::Kind::Undef)
+      return v;
+    if (to->isBooleanType() && v.kind == Value::Kind::Float) {
+      if (!store_.is_const(v.term))
+        not_modelled(at, "a floating-point value used as a truth value");
+      return Value::integer(store_.const_value(v.term) != 0);
+    }
+    if (to->isIntegerType() && v.kind == Value::Kind::Int)
+      return Value::integer(wrap(v.i, to));
+    if (to->isIntegerType() && v.kind == Value::Kind::Float) {
+      if (!store_.is_const(v.term))
+        not_modelled(at, "a data-dependent floating-point value converted to an integer");
+      mpz_class whole(store_.const_value(v.term)); // truncates toward zero
+      return Value::integer(wrap(whole.get_si(), to));
+    }
+    if (to->isRealFloatingType() && v.kind == Value::Kind::Int)
+      return Value::real(store_.constant(v.i));
+    if (to->isRealFloatingType() && v.kind == Value::Kind::Float)
+      return v; // half, float, double: all reals here
+    if (to->isPointerType() && v.kind == Value::Kind::Pointer)
+      return v;
+    if (to->isIntegerType() && v.kind == Value::Kind::SymBool)
+      return v; // a comparison as 0/1, for a branch to decide
+    not_modelled(at, fmt::format("the conversion to '{}'", to.getAsString()));
+  }
+
+  // Integer arithmetic at the type's width and signedness, as C++ wraps it.
+  std::int64_t wrap(std::int64_t v, clang::QualType type) const {
+    type = type.getCanonicalType();
+    if (type->isBooleanType())
+      return v != 0;
+    unsigned width = context_.getIntWidth(type);
+    if (width >= 64)
+      return v;
+    std::uint64_t bits =
+        static_cast<std::uint64_t>(v) & ((std::uint64_t(1) << width) - 1);
+    if (type->isUnsignedIntegerType())
+      return static_cast<std::int64_t>(bits);
+    std::uint64_t sign = std::uint64_t(1) << (width - 1);
+    return static_cast<std::int64_t>((bits ^ sign) - sign);
+  }
+
+  // --- memory -------------------------------------------------------------
+
+  struct Place {
+    const clang::VarDecl *var = nullptr; // a register
+    int buffer = -1;                     // else a buffer element
+    std::int64_t offset = 0;
+  };
+
+  std::vector<Place> place(const clang::Expr *e, const Mask &on) {
+    e = e->IgnoreParens();
+    std::vector<Place> out(on.size());
+    if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
+      const auto *var = llvm::dyn_cast<clang::VarDecl>(ref->getDecl());
+      if (!var)
+        not_modelled(e, fmt::format("the name '{}'", text_of(e)));
+      for (std::size_t t = 0; t < on.size(); ++t) {
+        if (!on[t])
+          continue;
+        if (auto it = shared_.find(var); it != shared_.end())
+          out[t] = {nullptr, it->second, 0};
+        else if (auto local = threads_[t].locals.find(var);
+                 local != threads_[t].locals.end())
+          out[t] = {nullptr, local->second, 0};
+        else if (var->getType()->isArrayType())
+          not_modelled(e, fmt::format("the array '{}'", var->getNameAsString()));
+        else
+          out[t] = {var};
+      }
+      return out;
+    }
+    if (const auto *subscript = llvm::dyn_cast<clang::ArraySubscriptExpr>(e)) {
+      Values base = eval(subscript->getBase(), on);
+      Values index = eval(subscript->getIdx(), on);
+      std::int64_t stride = scalars_in(subscript->getType(), loc(subscript));
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          Value p = base[t];
+          if (p.kind != Value::Kind::Pointer || index[t].kind != Value::Kind::Int)
+            not_modelled(e, fmt::format("the access '{}' (not a buffer at a concrete "
+                                        "index)",
+                                        text_of(e)));
+          out[t] = {nullptr, p.buffer, p.offset + index[t].i * stride};
+        }
+      return out;
+    }
+    if (const auto *unary = llvm::dyn_cast<clang::UnaryOperator>(e);
+        unary && unary->getOpcode() == clang::UO_Deref) {
+      Values p = eval(unary->getSubExpr(), on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          if (p[t].kind != Value::Kind::Pointer)
+            not_modelled(e, fmt::format("the access '{}'", text_of(e)));
+          out[t] = {nullptr, p[t].buffer, p[t].offset};
+        }
+      return out;
+    }
+    not_modelled(e, fmt::format("the assignment target '{}' ({})", text_of(e),
+                                e->getStmtClassName()));
+  }
+
+  Values load(const clang::Expr *e, const Mask &on) {
+    auto places = place(e, on);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      const Place &p = places[t];
+      if (p.var) {
+        out[t] = read_register(static_cast<int>(t), p.var, e);
+        continue;
+      }
+      Buffer &buffer = access(p, static_cast<int>(t), false, e);
+      out[t] = buffer.cells[p.offset];
+      if (out[t].kind == Value::Kind::Undef)
+        not_modelled(e, fmt::format("reading uninitialised {}[{}] ('{}', by {})",
+                                    buffer.name, p.offset, text_of(e),
+                                    thread_id(static_cast<int>(t)).str()));
+    }
+    return out;
+  }
+
+  Value read_register(int t, const clang::VarDecl *var, const clang::Expr *e) {
+    auto &registers = threads_[t].frames.back().registers;
+    auto it = registers.find(var);
+    if (it != registers.end() && it->second.kind != Value::Kind::Undef)
+      return it->second;
+    if (var->hasGlobalStorage() && var->getType().isConstQualified() && var->hasInit()) {
+      Mask one(threads_.size());
+      one[t] = 1;
+      return eval(var->getInit(), one)[t]; // a constant of the file
+    }
+    not_modelled(e, fmt::format("reading '{}' before it is assigned (by {})",
+                                var->getNameAsString(), thread_id(t).str()));
+  }
+
+  void store(const std::vector<Place> &places, const Values &values, const Mask &on,
+             const clang::Expr *e) {
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      const Place &p = places[t];
+      Thread &thread = threads_[t];
+      if (p.var) {
+        Value &reg = thread.frames.back().registers[p.var];
+        reg = guarded(thread, reg, values[t], e);
+        continue;
+      }
+      if (!thread.guards.empty())
+        not_modelled(e, "a memory write under a data-dependent condition");
+      Buffer &buffer = access(p, static_cast<int>(t), true, e);
+      buffer.cells[p.offset] = values[t];
+      buffer.writes[p.offset] = ElementWrite{loc(e), thread_id(static_cast<int>(t))};
+    }
+  }
+
+  Value guarded(const Thread &thread, const Value &old, Value v, const clang::Expr *e) {
+    if (thread.guards.empty())
+      return v;
+    if (v.kind != Value::Kind::Float || old.kind != Value::Kind::Float)
+      not_modelled(e, "a non-floating-point assignment under a data-dependent condition");
+    TermId merged = v.term;
+    for (auto it = thread.guards.rbegin(); it != thread.guards.rend(); ++it)
+      merged = it->second ? store_.ite(it->first, merged, old.term)
+                          : store_.ite(it->first, old.term, merged);
+    return Value::real(merged);
+  }
+
+  // Bounds and conflicts of one access of thread `t`; the buffer accessed.
+  Buffer &access(const Place &p, int t, bool write, const clang::Expr *e) {
+    Buffer &buffer = buffers_[p.buffer];
+    std::int64_t n = static_cast<std::int64_t>(buffer.cells.size());
+    if (p.offset < 0 || p.offset >= n) {
+      findings_.push_back(
+          {KernelFinding::Kind::OutOfBounds, loc(e),
+           fmt::format("out-of-bounds {} of {}[{}] ('{}') by {}: the {} buffer has {} "
+                       "element{}",
+                       write ? "write" : "read", buffer.name, p.offset, text_of(e),
+                       thread_id(t).str(), space_name(buffer.space), n,
+                       n == 1 ? "" : "s")});
+      throw FindingRecorded{};
+    }
+    if (buffer.space != Space::Local)
+      check_conflict(buffer, p.offset, t, write, e);
+    return buffer;
+  }
+
+  static std::string_view space_name(Space space) {
+    return space == Space::Global   ? "global"
+           : space == Space::Shared ? "shared"
+                                    : "local";
+  }
+
+  // Two accesses of one element by different threads, one a write, with no
+  // barrier between (threads of other blocks: never ordered).
+  void check_conflict(Buffer &buffer, std::int64_t i, int t, bool write,
+                      const clang::Expr *e) {
+    Access now{block_serial_, t, phase_, loc(e)};
+    auto conflicts = [&](const Access &a) {
+      return (a.block != now.block || a.thread != now.thread) &&
+             (a.block != now.block || a.phase == now.phase);
+    };
+    auto report = [&](const Access &other, bool other_write) {
+      ThreadId other_id = thread_id(other.thread);
+      if (other.block != block_serial_)
+        other_id.block = {-1, -1, -1};
+      std::string who =
+          other.block == block_serial_ ? other_id.str() : "a thread of an earlier block";
+      findings_.push_back(
+          {KernelFinding::Kind::SharedMemoryRace, now.loc,
+           fmt::format("{} race on {}[{}]: {} {} it here and {} {} it at {} with no "
+                       "barrier between",
+                       buffer.space == Space::Shared ? "shared-memory" : "global-memory",
+                       buffer.name, i, thread_id(t).str(), write ? "writes" : "reads",
+                       who, other_write ? "writes" : "reads", other.loc.str()),
+           other.loc,
+           fmt::format("{} {} {}[{}] here", who, other_write ? "writes" : "reads",
+                       buffer.name, i)});
+      throw FindingRecorded{};
+    };
+    if (const auto &last = buffer.last_write[i]; last && conflicts(*last))
+      report(*last, true);
+    auto &reads = buffer.reads[i];
+    if (write) {
+      for (const Access &r : reads)
+        if (conflicts(r))
+          report(r, false);
+      buffer.last_write[i] = now;
+      reads.clear();
+    } else if (reads.empty() || reads.back().block != now.block ||
+               reads.back().phase != now.phase || reads.back().thread != now.thread) {
+      std::erase_if(reads, [&](const Access &r) {
+        return r.block == now.block && r.phase != now.phase;
+      });
+      reads.push_back(now);
+    }
+  }
+
+  // --- operators ----------------------------------------------------------
+
+  Values eval_unary(const clang::UnaryOperator *op, const Mask &on) {
+    const clang::Expr *sub = op->getSubExpr();
+    switch (op->getOpcode()) {
+    case clang::UO_PreInc:
+    case clang::UO_PreDec:
+    case clang::UO_PostInc:
+    case clang::UO_PostDec: {
+      auto places = place(sub, on);
+      Values old = load(sub, on), now(on.size());
+      int delta = op->isIncrementOp() ? 1 : -1;
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          now[t] = arithmetic(clang::BO_Add, old[t], Value::integer(delta),
+                              sub->getType(), op);
+      store(places, now, on, op);
+      return op->isPrefix() ? now : old;
+    }
+    case clang::UO_Deref:
+      return load(op, on);
+    case clang::UO_AddrOf: {
+      auto places = place(sub, on);
+      Values out(on.size());
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          if (places[t].var)
+            not_modelled(op, "the address of a variable");
+          out[t] = Value::pointer(places[t].buffer, places[t].offset);
+        }
+      return out;
+    }
+    case clang::UO_Plus:
+      return eval(sub, on);
+    case clang::UO_Minus: {
+      Values v = eval(sub, on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          v[t] = v[t].kind == Value::Kind::Float
+                     ? Value::real(store_.neg(v[t].term))
+                     : Value::integer(wrap(-v[t].i, op->getType()));
+      return v;
+    }
+    case clang::UO_Not: {
+      Values v = eval(sub, on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          v[t] = Value::integer(wrap(~integer(v[t], op), op->getType()));
+      return v;
+    }
+    case clang::UO_LNot: {
+      Values v = eval(sub, on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          if (v[t].kind == Value::Kind::SymBool)
+            v[t].negated = !v[t].negated;
+          else
+            v[t] = Value::integer(!truth(v[t], sub));
+        }
+      return v;
+    }
+    default:
+      not_modelled(op, fmt::format("the operator in '{}'", text_of(op)));
+    }
+  }
+
+  std::int64_t integer(const Value &v, const clang::Stmt *at) const {
+    if (v.kind != Value::Kind::Int)
+      not_modelled(
+          at, fmt::format("'{}' on a value that is not a concrete integer", text_of(at)));
+    return v.i;
+  }
+
+  Values eval_binary(const clang::BinaryOperator *op, const Mask &on) {
+    clang::BinaryOperatorKind kind = op->getOpcode();
+    if (kind == clang::BO_Comma) {
+      eval(op->getLHS(), on);
+      return eval(op->getRHS(), on);
+    }
+    if (kind == clang::BO_LAnd || kind == clang::BO_LOr)
+      return eval_logical(op, on);
+    if (op->isAssignmentOp()) {
+      auto places = place(op->getLHS(), on);
+      Values value = eval(op->getRHS(), on);
+      if (op->isCompoundAssignmentOp()) {
+        const auto *compound = llvm::cast<clang::CompoundAssignOperator>(op);
+        Values old = load(op->getLHS(), on);
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t]) {
+            clang::QualType computation = compound->getComputationResultType();
+            Value lhs = convert(old[t], op->getLHS()->getType(),
+                                compound->getComputationLHSType(), op);
+            Value rhs = convert(value[t], op->getRHS()->getType(), computation, op);
+            Value result =
+                arithmetic(clang::BinaryOperator::getOpForCompoundAssignment(kind), lhs,
+                           rhs, computation, op);
+            value[t] = convert(result, computation, op->getLHS()->getType(), op);
+          }
+      }
+      store(places, value, on, op);
+      return value;
+    }
+    Values lhs = eval(op->getLHS(), on), rhs = eval(op->getRHS(), on);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        out[t] = op->isComparisonOp()
+                     ? compare(kind, lhs[t], rhs[t], op)
+                     : arithmetic(kind, lhs[t], rhs[t], op->getType(), op);
+    return out;
+  }
+
+  Values eval_logical(const clang::BinaryOperator *op, const Mask &on) {
+    bool is_and = op->getOpcode() == clang::BO_LAnd;
+    Values lhs = eval(op->getLHS(), on);
+    Mask rest(on.size());
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        bool l = truth(lhs[t], op->getLHS());
+        if (l == is_and)
+          rest[t] = 1;
+        else
+          out[t] = Value::integer(l);
+      }
+    if (any(rest)) {
+      Values rhs = eval(op->getRHS(), rest);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (rest[t])
+          out[t] = Value::integer(truth(rhs[t], op->getRHS()));
+    }
+    return out;
+  }
+
+  Value compare(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
+                const clang::Stmt *at) {
+    if (a.kind == Value::Kind::Int && b.kind == Value::Kind::Int) {
+      switch (kind) {
+      case clang::BO_LT:
+        return Value::integer(a.i < b.i);
+      case clang::BO_GT:
+        return Value::integer(a.i > b.i);
+      case clang::BO_LE:
+        return Value::integer(a.i <= b.i);
+      case clang::BO_GE:
+        return Value::integer(a.i >= b.i);
+      case clang::BO_EQ:
+        return Value::integer(a.i == b.i);
+      default:
+        return Value::integer(a.i != b.i);
+      }
+    }
+    if (a.kind == Value::Kind::Pointer && b.kind == Value::Kind::Pointer &&
+        a.buffer == b.buffer)
+      return compare(kind, Value::integer(a.offset), Value::integer(b.offset), at);
+    if (a.kind != Value::Kind::Float || b.kind != Value::Kind::Float)
+      not_modelled(at, fmt::format("the comparison '{}'", text_of(at)));
+    if (store_.is_const(a.term) && store_.is_const(b.term))
+      return compare(
+          kind,
+          Value::integer(cmp(store_.const_value(a.term), store_.const_value(b.term))),
+          Value::integer(0), at);
+    Value out{Value::Kind::SymBool};
+    switch (kind) {
+    case clang::BO_LT:
+      out.term = store_.lt(a.term, b.term);
+      break;
+    case clang::BO_GT:
+      out.term = store_.lt(b.term, a.term);
+      break;
+    case clang::BO_LE:
+      out.term = store_.le(a.term, b.term);
+      break;
+    case clang::BO_GE:
+      out.term = store_.le(b.term, a.term);
+      break;
+    default:
+      not_modelled(at, fmt::format("the equality test '{}' of data-dependent "
+                                   "floating-point values",
+                                   text_of(at)));
+    }
+    if (store_.is_const(out.term)) // decided by the extended reals' rules
+      return Value::integer(store_.const_value(out.term) != 0);
+    return out;
+  }
+
+  Value arithmetic(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
+                   clang::QualType type, const clang::Stmt *at) {
+    if (a.kind == Value::Kind::Pointer || b.kind == Value::Kind::Pointer)
+      return pointer_arithmetic(kind, a, b, at);
+    if (a.kind == Value::Kind::Float && b.kind == Value::Kind::Float) {
+      switch (kind) {
+      case clang::BO_Add:
+        return Value::real(store_.add(a.term, b.term));
+      case clang::BO_Sub:
+        return Value::real(store_.sub(a.term, b.term));
+      case clang::BO_Mul:
+        return Value::real(store_.mul(a.term, b.term));
+      case clang::BO_Div:
+        return Value::real(store_.div(a.term, b.term));
+      default:
+        break;
+      }
+      not_modelled(at, fmt::format("the floating-point operation '{}'", text_of(at)));
+    }
+    std::int64_t x = integer(a, at), y = integer(b, at), r = 0;
+    bool is_unsigned = type->isUnsignedIntegerType();
+    auto divisor = [&] {
+      if (y == 0)
+        not_modelled(at, fmt::format("an integer division by zero in '{}'", text_of(at)));
+      return y;
+    };
+    switch (kind) {
+    case clang::BO_Add:
+      r = x + y;
+      break;
+    case clang::BO_Sub:
+      r = x - y;
+      break;
+    case clang::BO_Mul:
+      r = x * y;
+      break;
+    case clang::BO_Div:
+      r = is_unsigned ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) /
+                                                  static_cast<std::uint64_t>(divisor()))
+                      : x / divisor();
+      break;
+    case clang::BO_Rem:
+      r = is_unsigned ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) %
+                                                  static_cast<std::uint64_t>(divisor()))
+                      : x % divisor();
+      break;
+    case clang::BO_Shl:
+      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) << y);
+      break;
+    case clang::BO_Shr:
+      r = is_unsigned ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) >> y)
+                      : x >> y;
+      break;
+    case clang::BO_And:
+      r = x & y;
+      break;
+    case clang::BO_Or:
+      r = x | y;
+      break;
+    case clang::BO_Xor:
+      r = x ^ y;
+      break;
+    default:
+      not_modelled(at, fmt::format("the operation '{}'", text_of(at)));
+    }
+    return Value::integer(wrap(r, type));
+  }
+
+  Value pointer_arithmetic(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
+                           const clang::Stmt *at) {
+    const auto *op = llvm::dyn_cast<clang::BinaryOperator>(at);
+    auto stride = [&](const clang::Expr *pointer) {
+      return scalars_in(pointer->getType()->getPointeeType(), loc(pointer));
+    };
+    if (op && kind == clang::BO_Add && a.kind == Value::Kind::Pointer &&
+        b.kind == Value::Kind::Int)
+      return Value::pointer(a.buffer, a.offset + b.i * stride(op->getLHS()));
+    if (op && kind == clang::BO_Add && b.kind == Value::Kind::Pointer &&
+        a.kind == Value::Kind::Int)
+      return Value::pointer(b.buffer, b.offset + a.i * stride(op->getRHS()));
+    if (op && kind == clang::BO_Sub && a.kind == Value::Kind::Pointer &&
+        b.kind == Value::Kind::Int)
+      return Value::pointer(a.buffer, a.offset - b.i * stride(op->getLHS()));
+    not_modelled(at, fmt::format("the pointer arithmetic '{}'", text_of(at)));
+  }
+
+  static int cmp(const mpq_class &a, const mpq_class &b) {
+    return a < b ? -1 : (a > b ? 1 : 0);
+  }
+
+  Values eval_conditional(const clang::ConditionalOperator *op, const Mask &on) {
+    Values cond = eval(op->getCond(), on);
+    Mask yes(on.size()), no(on.size()), symbolic(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        if (cond[t].kind == Value::Kind::SymBool)
+          symbolic[t] = 1;
+        else
+          (truth(cond[t], op->getCond()) ? yes : no)[t] = 1;
+      }
+    Mask both_yes = yes, both_no = no;
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (symbolic[t])
+        both_yes[t] = both_no[t] = 1;
+    Values a = any(both_yes) ? eval(op->getTrueExpr(), both_yes) : Values(on.size());
+    Values b = any(both_no) ? eval(op->getFalseExpr(), both_no) : Values(on.size());
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (yes[t])
+        out[t] = a[t];
+      else if (no[t])
+        out[t] = b[t];
+      else if (symbolic[t]) {
+        if (a[t].kind != Value::Kind::Float || b[t].kind != Value::Kind::Float)
+          not_modelled(op, "a data-dependent choice between values that are not reals");
+        out[t] =
+            Value::real(cond[t].negated ? store_.ite(cond[t].term, b[t].term, a[t].term)
+                                        : store_.ite(cond[t].term, a[t].term, b[t].term));
+      }
+    }
+    return out;
+  }
+
+  // --- calls --------------------------------------------------------------
+
+  Values eval_call(const clang::CallExpr *call, const Mask &on) {
+    const clang::FunctionDecl *callee = call->getDirectCallee();
+    if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call) ||
+        llvm::isa<clang::CXXOperatorCallExpr>(call))
+      not_modelled(call, fmt::format("the call '{}'", text_of(call)));
+    std::string name = callee->getNameAsString();
+    if (name == "__syncthreads") {
+      barrier(call, on);
+      return Values(on.size());
+    }
+    if (name == "__syncwarp" || name == "__threadfence" || name == "__threadfence_block")
+      return Values(on.size()); // lockstep threads already see each other's writes
+    if (name.starts_with("__shfl"))
+      return shuffle(call, name, on);
+    if (name == "atomicAdd")
+      return atomic_add(call, on);
+    if (auto fn = intrinsic(name, call))
+      return apply(call, *fn, on);
+    const clang::FunctionDecl *body = callee->getDefinition();
+    if (!body || !body->hasBody() || callee->getBuiltinID() != 0)
+      not_modelled(call, fmt::format("the function '{}'", name));
+    // A header's body is a stand-in (ours) or inline assembly (the
+    // toolkit's): only the names intercepted above have a meaning here.
+    if (sources_.isInSystemHeader(body->getLocation()))
+      not_modelled(call, fmt::format("the toolkit function '{}'", name));
+    return inline_call(call, *body, on);
+  }
+
+  enum class Intrinsic {
+    Fn,
+    Max,
+    Min,
+    Fma,
+    Div,
+    Reciprocal,
+    Identity,
+    Abs,
+    IntMin,
+    IntMax
+  };
+  struct IntrinsicFn {
+    Intrinsic kind;
+    terms::Fn fn = terms::Fn::Exp;
+  };
+
+  // Math functions and intrinsics by name (their bodies, when the real
+  // headers give them, are inline assembly): their meaning over the reals.
+  std::optional<IntrinsicFn> intrinsic(const std::string &name,
+                                       const clang::CallExpr *call) const {
+    static const std::map<std::string, terms::Fn, std::less<>> functions{
+        {"expf", terms::Fn::Exp},     {"__expf", terms::Fn::Exp},
+        {"exp", terms::Fn::Exp},      {"logf", terms::Fn::Log},
+        {"__logf", terms::Fn::Log},   {"log", terms::Fn::Log},
+        {"sqrtf", terms::Fn::Sqrt},   {"sqrt", terms::Fn::Sqrt},
+        {"rsqrtf", terms::Fn::Rsqrt}, {"rsqrt", terms::Fn::Rsqrt},
+        {"tanhf", terms::Fn::Tanh},   {"tanh", terms::Fn::Tanh},
+        {"erff", terms::Fn::Erf},     {"erf", terms::Fn::Erf},
+        {"sinf", terms::Fn::Sin},     {"__sinf", terms::Fn::Sin},
+        {"sin", terms::Fn::Sin},      {"cosf", terms::Fn::Cos},
+        {"__cosf", terms::Fn::Cos},   {"cos", terms::Fn::Cos}};
+    if (auto it = functions.find(name); it != functions.end())
+      return IntrinsicFn{Intrinsic::Fn, it->second};
+    bool real = call->getType()->isRealFloatingType();
+    if (name == "fmaxf" || name == "fmax" || (name == "max" && real))
+      return IntrinsicFn{Intrinsic::Max};
+    if (name == "fminf" || name == "fmin" || (name == "min" && real))
+      return IntrinsicFn{Intrinsic::Min};
+    if (name == "max")
+      return IntrinsicFn{Intrinsic::IntMax};
+    if (name == "min")
+      return IntrinsicFn{Intrinsic::IntMin};
+    if (name == "fmaf" || name == "fma" || name == "__fmaf_rn")
+      return IntrinsicFn{Intrinsic::Fma};
+    if (name == "__fdividef" || name == "fdividef" || name == "__fdiv_rn")
+      return IntrinsicFn{Intrinsic::Div};
+    if (name == "__frcp_rn")
+      return IntrinsicFn{Intrinsic::Reciprocal};
+    if (name == "fabsf" || name == "fabs")
+      return IntrinsicFn{Intrinsic::Abs};
+    // 16-bit formats are reals here (the obligation is over the reals).
+    if (name == "__half2float" || name == "__float2half" || name == "__float2half_rn" ||
+        name == "__bfloat162float" || name == "__float2bfloat16")
+      return IntrinsicFn{Intrinsic::Identity};
+    return std::nullopt;
+  }
+
+  Values apply(const clang::CallExpr *call, IntrinsicFn fn, const Mask &on) {
+    std::vector<Values> args;
+    for (const clang::Expr *arg : call->arguments())
+      args.push_back(eval(arg, on));
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      if (fn.kind == Intrinsic::IntMin || fn.kind == Intrinsic::IntMax) {
+        std::int64_t a = integer(args[0][t], call), b = integer(args[1][t], call);
+        out[t] = Value::integer(fn.kind == Intrinsic::IntMin ? std::min(a, b)
+                                                             : std::max(a, b));
+        continue;
+      }
+      std::vector<TermId> x;
+      for (const Values &a : args) {
+        if (a[t].kind != Value::Kind::Float)
+          not_modelled(call,
+                       fmt::format("'{}' on a value that is not a real", text_of(call)));
+        x.push_back(a[t].term);
+      }
+      TermId r = 0;
+      switch (fn.kind) {
+      case Intrinsic::Fn:
+        r = store_.app(fn.fn, x[0]);
+        break;
+      case Intrinsic::Max:
+        r = store_.max(x[0], x[1]);
+        break;
+      case Intrinsic::Min:
+        r = store_.min(x[0], x[1]);
+        break;
+      case Intrinsic::Fma:
+        r = store_.add(store_.mul(x[0], x[1]), x[2]);
+        break;
+      case Intrinsic::Div:
+        r = store_.div(x[0], x[1]);
+        break;
+      case Intrinsic::Reciprocal:
+        r = store_.inv(x[0]);
+        break;
+      case Intrinsic::Identity:
+        r = x[0];
+        break;
+      case Intrinsic::Abs:
+        r = store_.max(x[0], store_.neg(x[0]));
+        break;
+      default:
+        break;
+      }
+      out[t] = Value::real(r);
+    }
+    return out;
+  }
+
+  Values inline_call(const clang::CallExpr *call, const clang::FunctionDecl &fn,
+                     const Mask &on) {
+    if (++call_depth_ > 64)
+      not_modelled(call, "recursion deeper than 64 calls");
+    std::vector<Values> args;
+    for (const clang::Expr *arg : call->arguments())
+      args.push_back(eval(arg, on));
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        Frame frame;
+        for (unsigned i = 0; i < fn.getNumParams(); ++i) {
+          const clang::ParmVarDecl *param = fn.getParamDecl(i);
+          if (param->getType()->isReferenceType())
+            not_modelled(call,
+                         fmt::format("the reference parameter '{}' of '{}'",
+                                     param->getNameAsString(), fn.getNameAsString()));
+          frame.registers[param] =
+              convert(args[i][t], call->getArg(i)->getType(), param->getType(), call);
+        }
+        threads_[t].frames.push_back(std::move(frame));
+      }
+    exec(fn.getBody(), on);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        Thread &thread = threads_[t];
+        out[t] = thread.frames.back().returned;
+        thread.frames.pop_back();
+        if (thread.flow == Flow::Returned)
+          thread.flow = Flow::Running;
+      }
+    --call_depth_;
+    return out;
+  }
+
+  void barrier(const clang::CallExpr *call, const Mask &on) {
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      bool exited = threads_[t].flow == Flow::Returned && threads_[t].frames.size() == 1;
+      if (!exited && (!on[t] || !threads_[t].guards.empty()))
+        not_modelled(call,
+                     fmt::format("__syncthreads() reached by some threads of the "
+                                 "block but not by {} (a barrier in divergent code)",
+                                 thread_id(static_cast<int>(t)).str()));
+    }
+    ++phase_;
+  }
+
+  // __shfl_sync, __shfl_xor_sync, __shfl_down_sync, __shfl_up_sync: the
+  // value of another lane of the warp, within segments of `width` lanes.
+  Values shuffle(const clang::CallExpr *call, const std::string &name, const Mask &on) {
+    if (call->getNumArgs() < 3)
+      not_modelled(call, fmt::format("'{}' with {} arguments", name, call->getNumArgs()));
+    Values member_mask = eval(call->getArg(0), on);
+    Values var = eval(call->getArg(1), on);
+    Values lane_arg = eval(call->getArg(2), on);
+    Values width = call->getNumArgs() > 3 ? eval(call->getArg(3), on)
+                                          : fill(on, Value::integer(kWarpSize));
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      if (!threads_[t].guards.empty())
+        not_modelled(call, "a shuffle under a data-dependent condition");
+      std::int64_t w = integer(width[t], call), arg = integer(lane_arg[t], call);
+      if (w < 1 || w > kWarpSize || (w & (w - 1)) != 0)
+        not_modelled(call, fmt::format("a shuffle width of {}", w));
+      std::int64_t lane = static_cast<std::int64_t>(t) % kWarpSize;
+      std::int64_t warp_base = static_cast<std::int64_t>(t) - lane;
+      std::int64_t segment = lane - lane % w, src = lane;
+      if (name == "__shfl_xor_sync")
+        src = lane ^ arg;
+      else if (name == "__shfl_down_sync")
+        src = lane + arg;
+      else if (name == "__shfl_up_sync")
+        src = lane - arg;
+      else if (name == "__shfl_sync")
+        src = segment + ((arg % w) + w) % w;
+      else
+        not_modelled(call, fmt::format("the shuffle '{}'", name));
+      // A lane of a later segment (or, shuffling up, an earlier one): the
+      // caller's own value, as CUDA defines it.
+      if (src >= segment + w || (name == "__shfl_up_sync" && src < segment))
+        src = lane;
+      std::int64_t source = warp_base + src;
+      std::uint64_t members = static_cast<std::uint64_t>(integer(member_mask[t], call));
+      if (!((members >> lane) & 1) || !((members >> src) & 1) ||
+          source >= static_cast<std::int64_t>(on.size()) || !on[source])
+        not_modelled(call,
+                     fmt::format("'{}' by {} reads lane {}, which does not take part "
+                                 "(inactive, outside the block, or not in the mask)",
+                                 name, thread_id(static_cast<int>(t)).str(), src));
+      out[t] = var[source];
+    }
+    return out;
+  }
+
+  // atomicAdd(address, v): read-modify-write, one thread after another (the
+  // sum's order does not matter over the reals); atomics do not race.
+  Values atomic_add(const clang::CallExpr *call, const Mask &on) {
+    Values address = eval(call->getArg(0), on), value = eval(call->getArg(1), on);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      if (!threads_[t].guards.empty())
+        not_modelled(call, "an atomic under a data-dependent condition");
+      const Value &p = address[t];
+      if (p.kind != Value::Kind::Pointer)
+        not_modelled(call, "an atomic on something other than a buffer element");
+      Buffer &buffer = buffers_[p.buffer];
+      if (p.offset < 0 || p.offset >= static_cast<std::int64_t>(buffer.cells.size())) {
+        access({nullptr, p.buffer, p.offset}, static_cast<int>(t), true, call);
+      }
+      Value &cell = buffer.cells[p.offset];
+      if (cell.kind != Value::Kind::Float || value[t].kind != Value::Kind::Float)
+        not_modelled(call, "an integer or uninitialised atomicAdd");
+      out[t] = cell;
+      cell = Value::real(store_.add(cell.term, value[t].term));
+      buffer.writes[p.offset] = ElementWrite{loc(call), thread_id(static_cast<int>(t))};
+    }
+    return out;
+  }
+
+  terms::TermStore &store_;
+  const clang::ASTContext &context_;
+  const clang::SourceManager &sources_;
+  const KernelLaunch &launch_;
+
+  std::vector<Buffer> buffers_;
+  std::map<std::string, int> buffer_of_;
+  std::unordered_map<const clang::VarDecl *, int> shared_; // of the current block
+  std::vector<Thread> threads_;
+  std::array<int, 3> block_{};
+  int block_serial_ = -1, phase_ = 0, call_depth_ = 0;
+  std::int64_t steps_ = 0;
+  std::vector<KernelFinding> findings_;
+};
+
+} // namespace
+
+LiftedLaunch
+CudaFile::lift(terms::TermStore &store, const KernelLaunch &launch,
+               const std::map<std::string, std::vector<TermId>> &inputs) const {
+  const clang::FunctionDecl *kernel = impl_->kernels.at(launch.callee());
+  Lifter lifter(store, *impl_->unit, launch);
+  return lifter.run(*kernel, inputs);
+}
+
+} // namespace shardproof::frontend::cuda

@@ -1,0 +1,147 @@
+// Parsing a .cu file with Clang LibTooling 19 (shared BUILD-NOTES: what
+// clang 19 needs to accept CUDA with and without the toolkit).
+#include "frontend/cuda/cuda_file.h"
+
+#include <clang/AST/ASTContext.h>
+#include <clang/AST/Attr.h>
+#include <clang/AST/Expr.h>
+#include <clang/AST/RecursiveASTVisitor.h>
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Tooling/Tooling.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace shardproof::frontend::cuda {
+
+ir::SourceLoc source_loc(const clang::SourceManager &sources, clang::SourceLocation loc) {
+  clang::PresumedLoc presumed = sources.getPresumedLoc(sources.getExpansionLoc(loc));
+  if (presumed.isInvalid())
+    return {};
+  return {presumed.getFilename(), static_cast<int>(presumed.getLine()),
+          static_cast<int>(presumed.getColumn())};
+}
+
+CudaFile::CudaFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaFile::CudaFile(CudaFile &&) noexcept = default;
+CudaFile::~CudaFile() = default;
+
+std::vector<std::string> clang_arguments(const ParseOptions &options) {
+  std::vector<std::string> args{"-x",
+                                "cuda",
+                                "--cuda-device-only",
+                                "--cuda-gpu-arch=sm_90",
+                                "-std=c++17",
+                                "-fsyntax-only",
+                                "-Wno-unknown-cuda-version",
+                                "-resource-dir=" SHARDPROOF_CLANG_RESOURCE_DIR};
+  if (options.cuda_path) {
+    // CUDA 13 dropped texture_fetch_functions.h, which clang's runtime
+    // wrapper still includes (an empty one of ours), and moved libcu++
+    // (cooperative groups need it) into include/cccl.
+    args.push_back("--cuda-path=" + *options.cuda_path);
+    args.push_back("-isystem" SHARDPROOF_CUDA_SHIM_DIR);
+    args.push_back("-isystem" + *options.cuda_path + "/include/cccl");
+  } else {
+    args.insert(args.end(),
+                {"-nocudainc", "-nocudalib", "-isystem" SHARDPROOF_CUDA_INCLUDE_DIR});
+  }
+  args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  return args;
+}
+
+namespace {
+
+// Keeps clang's first error with its place; nothing is printed.
+class FirstError : public clang::DiagnosticConsumer {
+public:
+  void HandleDiagnostic(clang::DiagnosticsEngine::Level level,
+                        const clang::Diagnostic &info) override {
+    DiagnosticConsumer::HandleDiagnostic(level, info);
+    if (level < clang::DiagnosticsEngine::Error || error)
+      return;
+    llvm::SmallString<256> text;
+    info.FormatDiagnostic(text);
+    ir::SourceLoc loc;
+    if (info.hasSourceManager() && info.getLocation().isValid())
+      loc = source_loc(info.getSourceManager(), info.getLocation());
+    error = Diagnostic{loc, text.str().str()};
+  }
+  std::optional<Diagnostic> error;
+};
+
+// A host function per launch that takes the kernel's address: clang then
+// instantiates a template kernel as the launch names it, and the function
+// tells which declaration the name resolves to. Appended after the file's
+// last line, so the file's line numbers are unchanged.
+std::string launch_probe(std::size_t index, const KernelLaunch &launch) {
+  return fmt::format(
+      "\nstatic void __shardproof_launch_{}() {{ auto *k = &{}; (void)k; }}\n", index,
+      launch.callee());
+}
+
+const clang::FunctionDecl *probed_kernel(clang::ASTContext &context, std::size_t index) {
+  std::string name = fmt::format("__shardproof_launch_{}", index);
+  for (const clang::Decl *decl : context.getTranslationUnitDecl()->decls()) {
+    const auto *probe = llvm::dyn_cast<clang::FunctionDecl>(decl);
+    if (!probe || probe->getName() != name || !probe->hasBody())
+      continue;
+    // The body's only declaration initialises k from &KERNEL.
+    struct Finder : clang::RecursiveASTVisitor<Finder> {
+      const clang::FunctionDecl *found = nullptr;
+      bool VisitDeclRefExpr(clang::DeclRefExpr *ref) {
+        if (auto *fn = llvm::dyn_cast<clang::FunctionDecl>(ref->getDecl()))
+          found = fn;
+        return true;
+      }
+    } finder;
+    finder.TraverseStmt(probe->getBody());
+    return finder.found;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &launches,
+                      const ParseOptions &options) {
+  std::ifstream in(path);
+  if (!in)
+    return {std::nullopt, Diagnostic{{path, 0}, "cannot read " + path}};
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string code = text.str();
+  for (std::size_t i = 0; i < launches.size(); ++i)
+    code += launch_probe(i, launches[i]);
+
+  FirstError errors;
+  std::unique_ptr<clang::ASTUnit> unit = clang::tooling::buildASTFromCodeWithArgs(
+      code, clang_arguments(options), path, "shardproof",
+      std::make_shared<clang::PCHContainerOperations>(),
+      clang::tooling::getClangStripDependencyFileAdjuster(),
+      clang::tooling::FileContentMappings(), &errors);
+  if (errors.error || !unit) {
+    Diagnostic error =
+        errors.error.value_or(Diagnostic{{path, 0}, "clang could not run"});
+    error.message = "the parser (clang 19) rejects this file: " + error.message;
+    return {std::nullopt, std::move(error), true};
+  }
+  auto impl = std::make_unique<CudaFile::Impl>();
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const clang::FunctionDecl *kernel = probed_kernel(unit->getASTContext(), i);
+    if (kernel)
+      kernel = kernel->getDefinition();
+    if (!kernel || !kernel->hasAttr<clang::CUDAGlobalAttr>())
+      return {
+          std::nullopt,
+          Diagnostic{launches[i].loc,
+                     fmt::format("'{}' is not a __global__ kernel defined in this file",
+                                 launches[i].callee())}};
+    impl->kernels[launches[i].callee()] = kernel;
+  }
+  impl->unit = std::move(unit);
+  return {CudaFile(std::move(impl)), std::nullopt};
+}
+
+} // namespace shardproof::frontend::cuda

@@ -1,0 +1,130 @@
+// `shardproof check FILE.cu` as a user runs it, on kernels written for these
+// tests (tests/cuda/kernels): each correct kernel is proved, each buggy twin
+// refuted or found racing at its line, bad input and unmodelled constructs
+// are said as such. No GPU: shardproof's own CUDA headers.
+#include "tests/e2e/run_cli.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using shardproof::testing::run_cli;
+
+namespace {
+std::string kernel(const std::string &name) { return "tests/cuda/kernels/" + name; }
+
+bool has(const std::string &text, const std::string &needle) {
+  return text.find(needle) != std::string::npos;
+}
+} // namespace
+
+class CudaProvedKernel : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(CudaProvedKernel, IsProvedEqualToItsReference) {
+  auto r = run_cli({"check", kernel(GetParam())});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, ": proved (1 obligation: 1 proved")) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaProvedKernel,
+                         ::testing::Values("block_sum.cu", "softmax_warp.cu",
+                                           "bias_gelu.cu", "shuffle_lanes.cu",
+                                           "relu_branch.cu"));
+
+TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
+  auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/block_sum_missing_barrier.cu:17:23: error: "
+                  "shared-memory race on partial[2]: thread (0,0,0) of block (0,0,0) "
+                  "reads it here and thread (2,0,0) of block (0,0,0) writes it at "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "[SP013]")) << r.out;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/block_sum_missing_barrier.cu:17:7: note: "
+                         "thread (2,0,0) of block (0,0,0) writes partial[2] here"))
+      << r.out;
+}
+
+TEST(CudaCli, WrongShuffleWidthIsRefutedAtTheKernelLineWithAnInput) {
+  auto r = run_cli({"check", kernel("softmax_warp_wrong_width.cu"), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["findings"].size(), 1u) << r.out;
+  const auto &f = report["findings"][0];
+  EXPECT_EQ(f["rule_id"], "SP012");
+  EXPECT_EQ(f["line"], 33); // out[...] = ea / total
+  EXPECT_EQ(f["message"],
+            "the value kernel 'scaled_softmax' writes here into out[0,0] "
+            "differs from the reference 'torch.softmax(x * scale, dim=-1)'");
+  const auto &example = f["example"];
+  EXPECT_EQ(example["element"], "out[0,0]");
+  ASSERT_EQ(example["inputs"].size(), 1u);
+  // An element of the half of the row lanes 0-15 never see.
+  EXPECT_EQ(example["inputs"][0]["name"], "x[0,63]");
+  EXPECT_EQ(example["inputs"][0]["value"], 1.0);
+  EXPECT_NEAR(example["reference"].get<double>(), 1.0 / (63 + std::exp(0.125)), 1e-9);
+  EXPECT_NEAR(example["ranks"][0]["value"].get<double>(), 1.0 / 64, 1e-9);
+}
+
+TEST(CudaCli, WrongIndexIntoTheBroadcastBiasIsRefuted) {
+  auto r = run_cli({"check", kernel("bias_gelu_wrong_broadcast.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/bias_gelu_wrong_broadcast.cu:21:3: error: the "
+                  "value kernel 'bias_gelu' writes here into out[0,1] differs from "
+                  "the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "    bias[1] = 1\n    every other input = 0\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: out[0,1] = 0  (should be 0.841192)")) << r.out;
+  EXPECT_TRUE(has(r.out, "out[0,1] was written by thread (1,0,0) of block (0,0,0)"))
+      << r.out;
+}
+
+TEST(CudaCli, OutOfBoundsIsAnError) {
+  auto r = run_cli({"check", kernel("missing_bounds_guard.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/missing_bounds_guard.cu:11:19: error: "
+                  "out-of-bounds read of x[40] ('x[i]') by thread (8,0,0) of block "
+                  "(1,0,0): the global buffer has 40 elements [SP014]"))
+      << r.out;
+}
+
+TEST(CudaCli, MalformedAnnotationIsBadInputWithFileAndLine) {
+  auto r = run_cli({"check", kernel("malformed_annotation.cu")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "tests/cuda/kernels/malformed_annotation.cu:4: error: malformed "
+                         "shardproof annotation: block=(32 threads) is not (X[,Y[,Z]])"))
+      << r.err;
+}
+
+TEST(CudaCli, UnmodelledConstructCannotBeProvedAndSaysWhy) {
+  auto r = run_cli({"check", kernel("unsupported_vote.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "the toolkit function '__ballot_sync' at "
+                         "tests/cuda/kernels/unsupported_vote.cu:9:23 is not modelled"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, ": proved")) << r.out;
+}
+
+TEST(CudaCli, ParseErrorCannotBeProvedAndNamesTheLine) {
+  auto r = run_cli({"check", kernel("syntax_error.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/syntax_error.cu:8:24: note: could not prove "
+                  "kernel broken: the parser (clang 19) rejects this file: expected "
+                  "';' after expression"))
+      << r.out;
+}
+
+TEST(CudaCli, AFileWithoutLaunchAnnotationsIsBadInput) {
+  auto r = run_cli({"check", kernel("no_annotations.cu")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err,
+                  "tests/cuda/kernels/no_annotations.cu: error: no '// shardproof: "
+                  "launch' annotation: nothing to check"))
+      << r.err;
+  auto missing = run_cli({"check", kernel("not_there.cu")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(has(missing.err, "cannot read tests/cuda/kernels/not_there.cu"))
+      << missing.err;
+}

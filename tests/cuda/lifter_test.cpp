@@ -1,0 +1,173 @@
+// The CUDA frontend without Python: kernels of tests/cuda/kernels parsed
+// with shardproof's own headers (no toolkit, no GPU), lifted over their
+// annotated launch into terms, and compared with terms built here.
+#include "checkers/prover/prover.h"
+#include "frontend/cuda/cuda_frontend.h"
+#include "models/terms/evaluate.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+using namespace shardproof;
+namespace cuda = frontend::cuda;
+using terms::TermId;
+
+namespace {
+
+std::string kernel_path(const std::string &name) {
+  return std::string(SHARDPROOF_SOURCE_DIR) + "/tests/cuda/kernels/" + name;
+}
+
+std::vector<std::string> read_lines(const std::string &path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// A kernel file's first launch, parsed, lifted over fresh input variables
+// named after the buffers ("x[3]"); the time each step took is printed.
+struct Lifted {
+  terms::TermStore store;
+  cuda::KernelLaunch launch;
+  std::map<std::string, std::vector<TermId>> inputs;
+  cuda::LiftedLaunch result;
+  std::optional<cuda::Diagnostic> parse_error;
+};
+
+std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options = {}) {
+  auto out = std::make_unique<Lifted>();
+  std::string path = kernel_path(name);
+  auto annotations = cuda::read_annotations(path, read_lines(path));
+  EXPECT_FALSE(annotations.error);
+  out->launch = annotations.launches.at(0);
+  auto start = std::chrono::steady_clock::now();
+  auto parsed = cuda::parse_file(path, annotations.launches, options);
+  auto parsed_at = std::chrono::steady_clock::now();
+  if (!parsed.file) {
+    out->parse_error = parsed.error;
+    return out;
+  }
+  for (const auto &arg : out->launch.args)
+    if (arg.is_buffer())
+      for (std::int64_t i = 0; i < ir::element_count(arg.shape); ++i)
+        out->inputs[arg.name].push_back(out->store.var(
+            arg.name + "[" + std::to_string(i) + "]", terms::VarKind::Reference));
+  out->result = parsed.file->lift(out->store, out->launch, out->inputs);
+  auto lifted_at = std::chrono::steady_clock::now();
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::printf("%s: parse %.0f ms, lift %.0f ms, %zu terms\n", name.c_str(),
+              ms(parsed_at - start), ms(lifted_at - parsed_at), out->store.size());
+  return out;
+}
+
+prover::Verdict prove(Lifted &l, std::span<const TermId> lhs,
+                      std::span<const TermId> rhs) {
+  return prover::prove_in_process(l.store, lhs, rhs, {}, 5000);
+}
+
+} // namespace
+
+TEST(CudaLifter, BlockReductionIsTheRowSums) {
+  auto l = lift("block_sum.cu");
+  ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
+  const auto &x = l->inputs["x"];
+  std::vector<TermId> sums;
+  for (int row = 0; row < 2; ++row)
+    sums.push_back(l->store.add(std::span<const TermId>(x.data() + 8 * row, 8)));
+  auto verdict = prove(*l, l->result.buffers["out"], sums);
+  EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+  // Row 1's sum is written by thread 0 of block 1, at the kernel's last line.
+  const auto &write = l->result.writes["out"][1];
+  ASSERT_TRUE(write);
+  EXPECT_EQ(write->loc.line, 21);
+  EXPECT_EQ(write->thread.str(), "thread (0,0,0) of block (1,0,0)");
+}
+
+TEST(CudaLifter, BlockReductionWithTheRealToolkitHeaders) {
+  if (!std::ifstream("/usr/local/cuda/include/cuda_runtime.h"))
+    GTEST_SKIP() << "no CUDA toolkit at /usr/local/cuda";
+  auto l = lift("block_sum.cu", {.cuda_path = "/usr/local/cuda"});
+  ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  EXPECT_TRUE(l->result.findings.empty());
+}
+
+TEST(CudaLifter, MissingBarrierIsARaceNamingBothThreadsAndTheElement) {
+  auto l = lift("block_sum_missing_barrier.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  const auto &f = l->result.findings[0];
+  EXPECT_EQ(f.kind, cuda::KernelFinding::Kind::SharedMemoryRace);
+  EXPECT_EQ(f.loc.line, 17);
+  EXPECT_EQ(f.message,
+            "shared-memory race on partial[2]: thread (0,0,0) of block (0,0,0) reads it "
+            "here and thread (2,0,0) of block (0,0,0) writes it at " +
+                kernel_path("block_sum_missing_barrier.cu") +
+                ":17:7 with no barrier between");
+  ASSERT_TRUE(f.other_loc);
+  EXPECT_EQ(f.other_loc->line, 17);
+  EXPECT_EQ(f.other_loc->column, 7);
+}
+
+TEST(CudaLifter, ShufflesReadTheLanesCudaDefinesForAWidth) {
+  auto l = lift("shuffle_lanes.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  const auto &x = l->inputs["x"];
+  const auto &out = l->result.buffers["out"];
+  for (int lane = 0; lane < 32; ++lane) {
+    int segment = lane - lane % 8;
+    EXPECT_EQ(out[lane], x[lane ^ 2]) << "xor, lane " << lane;
+    EXPECT_EQ(out[32 + lane], x[lane % 8 < 5 ? lane + 3 : lane]) << "down, lane " << lane;
+    EXPECT_EQ(out[64 + lane], x[lane % 8 >= 3 ? lane - 3 : lane]) << "up, lane " << lane;
+    EXPECT_EQ(out[96 + lane], x[segment + 5]) << "idx, lane " << lane;
+  }
+}
+
+TEST(CudaLifter, DataDependentBranchOnlyAssigningIsAChoice) {
+  auto l = lift("relu_branch.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  const auto &x = l->inputs["x"];
+  std::vector<TermId> relu;
+  for (TermId v : x)
+    relu.push_back(l->store.max(v, l->store.zero()));
+  auto verdict = prove(*l, l->result.buffers["out"], relu);
+  EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+}
+
+TEST(CudaLifter, OutOfBoundsNamesTheAccessTheThreadAndTheIndex) {
+  auto l = lift("missing_bounds_guard.cu");
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  const auto &f = l->result.findings[0];
+  EXPECT_EQ(f.kind, cuda::KernelFinding::Kind::OutOfBounds);
+  EXPECT_EQ(f.loc.line, 11);
+  EXPECT_EQ(f.message, "out-of-bounds read of x[40] ('x[i]') by thread (8,0,0) of block "
+                       "(1,0,0): the global buffer has 40 elements");
+}
+
+TEST(CudaLifter, UnmodelledConstructsStopWithTheirLine) {
+  auto vote = lift("unsupported_vote.cu");
+  ASSERT_TRUE(vote->result.unsupported);
+  EXPECT_EQ(vote->result.unsupported->loc.line, 9);
+  EXPECT_EQ(vote->result.unsupported->message,
+            "the toolkit function '__ballot_sync' at " +
+                kernel_path("unsupported_vote.cu") + ":9:23 is not modelled");
+  auto store = lift("store_under_data_branch.cu");
+  ASSERT_TRUE(store->result.unsupported);
+  EXPECT_EQ(store->result.unsupported->message,
+            "a memory write under a data-dependent condition at " +
+                kernel_path("store_under_data_branch.cu") + ":12:5 is not modelled");
+}
+
+TEST(CudaLifter, AParseErrorIsADiagnosticWithItsLine) {
+  auto l = lift("syntax_error.cu");
+  ASSERT_TRUE(l->parse_error);
+  EXPECT_EQ(l->parse_error->loc.line, 8);
+  EXPECT_EQ(l->parse_error->message,
+            "the parser (clang 19) rejects this file: expected ';' after expression");
+}
