@@ -56,9 +56,13 @@ struct Value {
 
 enum class Space { Global, Shared, Local };
 
+// One access of a memory element, with what orders it against others: the
+// block's barrier phase and, within a phase, the warp's __syncwarp phase.
 struct Access {
-  int block = -1, thread = -1, phase = -1;
+  int block = -1, thread = -1, phase = -1, warp = -1, warp_phase = -1;
+  bool atomic = false;
   ir::SourceLoc loc;
+  ThreadId id; // for reports
 };
 
 struct Buffer {
@@ -66,7 +70,11 @@ struct Buffer {
   Space space = Space::Global;
   std::vector<Value> cells;
   std::vector<std::optional<Access>> last_write;
-  std::vector<std::vector<Access>> reads; // of the current phase of the accessor
+  // Reads since the element's block phase began, in time order (one per
+  // thread in a row), and one read of an earlier block: enough to find a
+  // read that a later write conflicts with.
+  std::vector<std::vector<Access>> reads;
+  std::vector<std::optional<Access>> earlier_block_read;
   std::vector<std::optional<ElementWrite>> writes;
 };
 
@@ -149,6 +157,7 @@ private:
     buffer.cells.resize(n);
     buffer.last_write.resize(n);
     buffer.reads.resize(n);
+    buffer.earlier_block_read.resize(n);
     buffer.writes.resize(n);
     buffers_.push_back(std::move(buffer));
     return static_cast<int>(buffers_.size()) - 1;
@@ -197,6 +206,7 @@ private:
     shared_.clear();
     int n = launch_.block[0] * launch_.block[1] * launch_.block[2];
     threads_.assign(n, Thread{});
+    warp_phase_.assign((n + kWarpSize - 1) / kWarpSize, 0);
     for (Thread &t : threads_) {
       t.frames.emplace_back();
       for (const auto &[param, value] : params)
@@ -760,7 +770,8 @@ private:
   }
 
   // Bounds and conflicts of one access of thread `t`; the buffer accessed.
-  Buffer &access(const Place &p, int t, bool write, const clang::Expr *e) {
+  Buffer &access(const Place &p, int t, bool write, const clang::Expr *e,
+                 bool atomic = false) {
     Buffer &buffer = buffers_[p.buffer];
     std::int64_t n = static_cast<std::int64_t>(buffer.cells.size());
     if (p.offset < 0 || p.offset >= n) {
@@ -774,7 +785,7 @@ private:
       throw FindingRecorded{};
     }
     if (buffer.space != Space::Local)
-      check_conflict(buffer, p.offset, t, write, e);
+      check_conflict(buffer, p.offset, t, write, atomic, e);
     return buffer;
   }
 
@@ -784,49 +795,69 @@ private:
                                     : "local";
   }
 
-  // Two accesses of one element by different threads, one a write, with no
-  // barrier between (threads of other blocks: never ordered).
-  void check_conflict(Buffer &buffer, std::int64_t i, int t, bool write,
+  // Whether `a` happens before `b` whatever the scheduling: program order,
+  // a barrier between, or a __syncwarp between two threads of one warp.
+  static bool ordered(const Access &a, const Access &b) {
+    if (a.block != b.block)
+      return false;
+    if (a.thread == b.thread || a.phase != b.phase)
+      return true;
+    return a.warp == b.warp && a.warp_phase != b.warp_phase;
+  }
+
+  // Two accesses of one element by different threads, one a write, neither
+  // ordered before the other (threads of other blocks: never ordered), and
+  // not both atomic: a race.
+  void check_conflict(Buffer &buffer, std::int64_t i, int t, bool write, bool atomic,
                       const clang::Expr *e) {
-    Access now{block_serial_, t, phase_, loc(e)};
-    auto conflicts = [&](const Access &a) {
-      return (a.block != now.block || a.thread != now.thread) &&
-             (a.block != now.block || a.phase == now.phase);
+    Access now{
+        block_serial_, t,      phase_,      t / kWarpSize, warp_phase_[t / kWarpSize],
+        atomic,        loc(e), thread_id(t)};
+    auto conflicts = [&](const Access &a, bool a_write) {
+      return (a_write || write) && !(a.atomic && atomic) && !ordered(a, now);
     };
-    auto report = [&](const Access &other, bool other_write) {
-      ThreadId other_id = thread_id(other.thread);
-      if (other.block != block_serial_)
-        other_id.block = {-1, -1, -1};
-      std::string who =
-          other.block == block_serial_ ? other_id.str() : "a thread of an earlier block";
-      findings_.push_back(
-          {KernelFinding::Kind::SharedMemoryRace, now.loc,
-           fmt::format("{} race on {}[{}]: {} {} it here and {} {} it at {} with no "
-                       "barrier between",
-                       buffer.space == Space::Shared ? "shared-memory" : "global-memory",
-                       buffer.name, i, thread_id(t).str(), write ? "writes" : "reads",
-                       who, other_write ? "writes" : "reads", other.loc.str()),
-           other.loc,
-           fmt::format("{} {} {}[{}] here", who, other_write ? "writes" : "reads",
-                       buffer.name, i)});
-      throw FindingRecorded{};
-    };
-    if (const auto &last = buffer.last_write[i]; last && conflicts(*last))
-      report(*last, true);
+    if (const auto &last = buffer.last_write[i]; last && conflicts(*last, true))
+      report_race(buffer, i, now, write, *last, true);
     auto &reads = buffer.reads[i];
-    if (write) {
+    if (!reads.empty() &&
+        (reads.front().block != now.block || reads.front().phase != now.phase)) {
       for (const Access &r : reads)
-        if (conflicts(r))
-          report(r, false);
-      buffer.last_write[i] = now;
-      reads.clear();
-    } else if (reads.empty() || reads.back().block != now.block ||
-               reads.back().phase != now.phase || reads.back().thread != now.thread) {
+        if (r.block != now.block)
+          buffer.earlier_block_read[i] = r;
       std::erase_if(reads, [&](const Access &r) {
-        return r.block == now.block && r.phase != now.phase;
+        return r.block != now.block || r.phase != now.phase;
       });
+    }
+    if (write) {
+      if (const auto &earlier = buffer.earlier_block_read[i];
+          earlier && conflicts(*earlier, false))
+        report_race(buffer, i, now, write, *earlier, false);
+      for (const Access &r : reads)
+        if (conflicts(r, false))
+          report_race(buffer, i, now, write, r, false);
+      buffer.last_write[i] = now;
+    } else if (reads.empty() || reads.back().thread != now.thread ||
+               reads.back().warp_phase != now.warp_phase) {
       reads.push_back(now);
     }
+  }
+
+  [[noreturn]] void report_race(const Buffer &buffer, std::int64_t i, const Access &now,
+                                bool write, const Access &other, bool other_write) {
+    std::string who = other.id.str();
+    findings_.push_back(
+        {KernelFinding::Kind::SharedMemoryRace, now.loc,
+         fmt::format("{} race on {}[{}]: {} {} it here and {} {} it at {} {}",
+                     buffer.space == Space::Shared ? "shared-memory" : "global-memory",
+                     buffer.name, i, now.id.str(), write ? "writes" : "reads", who,
+                     other_write ? "writes" : "reads", other.loc.str(),
+                     other.block == now.block
+                         ? "with no barrier between"
+                         : "(the blocks of a launch are not ordered)"),
+         other.loc,
+         fmt::format("{} {} {}[{}] here", who, other_write ? "writes" : "reads",
+                     buffer.name, i)});
+    throw FindingRecorded{};
   }
 
   // --- operators ----------------------------------------------------------
@@ -1150,7 +1181,11 @@ private:
       barrier(call, on);
       return Values(on.size());
     }
-    if (name == "__syncwarp" || name == "__threadfence" || name == "__threadfence_block")
+    if (name == "__syncwarp") {
+      warp_barrier(call, on);
+      return Values(on.size());
+    }
+    if (name == "__threadfence" || name == "__threadfence_block")
       return Values(on.size()); // lockstep threads already see each other's writes
     if (name.starts_with("__shfl"))
       return shuffle(call, name, on);
@@ -1328,6 +1363,37 @@ private:
     ++phase_;
   }
 
+  // __syncwarp(): orders the accesses of the calling warps' lanes. Reached
+  // by only some lanes of a warp it is not modelled (the mask is not read).
+  void warp_barrier(const clang::CallExpr *call, const Mask &on) {
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      std::size_t first = t - t % kWarpSize;
+      for (std::size_t lane = first; lane < std::min(on.size(), first + kWarpSize);
+           ++lane) {
+        bool exited =
+            threads_[lane].flow == Flow::Returned && threads_[lane].frames.size() == 1;
+        if (!exited && (!on[lane] || !threads_[lane].guards.empty()))
+          not_modelled(call,
+                       fmt::format("__syncwarp() reached by some lanes of a warp but "
+                                   "not by {}",
+                                   thread_id(static_cast<int>(lane)).str()));
+      }
+    }
+    for (std::size_t warp = 0; warp * kWarpSize < on.size(); ++warp)
+      if (any_lane(on, warp))
+        ++warp_phase_[warp];
+  }
+
+  static bool any_lane(const Mask &on, std::size_t warp) {
+    for (std::size_t t = warp * kWarpSize;
+         t < std::min(on.size(), (warp + 1) * kWarpSize); ++t)
+      if (on[t])
+        return true;
+    return false;
+  }
+
   // __shfl_sync, __shfl_xor_sync, __shfl_down_sync, __shfl_up_sync: the
   // value of another lane of the warp, within segments of `width` lanes.
   Values shuffle(const clang::CallExpr *call, const std::string &name, const Mask &on) {
@@ -1390,10 +1456,8 @@ private:
       const Value &p = address[t];
       if (p.kind != Value::Kind::Pointer)
         not_modelled(call, "an atomic on something other than a buffer element");
-      Buffer &buffer = buffers_[p.buffer];
-      if (p.offset < 0 || p.offset >= static_cast<std::int64_t>(buffer.cells.size())) {
-        access({nullptr, p.buffer, p.offset}, static_cast<int>(t), true, call);
-      }
+      Buffer &buffer =
+          access({nullptr, p.buffer, p.offset}, static_cast<int>(t), true, call, true);
       Value &cell = buffer.cells[p.offset];
       if (cell.kind != Value::Kind::Float || value[t].kind != Value::Kind::Float)
         not_modelled(call, "an integer or uninitialised atomicAdd");
@@ -1415,6 +1479,7 @@ private:
   std::vector<Thread> threads_;
   std::array<int, 3> block_{};
   int block_serial_ = -1, phase_ = 0, call_depth_ = 0;
+  std::vector<int> warp_phase_; // __syncwarp phases of the block's warps
   std::int64_t steps_ = 0;
   std::vector<KernelFinding> findings_;
 };

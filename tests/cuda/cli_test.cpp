@@ -28,7 +28,8 @@ TEST_P(CudaProvedKernel, IsProvedEqualToItsReference) {
 INSTANTIATE_TEST_SUITE_P(Kernels, CudaProvedKernel,
                          ::testing::Values("block_sum.cu", "softmax_warp.cu",
                                            "bias_gelu.cu", "shuffle_lanes.cu",
-                                           "relu_branch.cu"));
+                                           "relu_branch.cu", "warp_sum_syncwarp.cu",
+                                           "atomic_sum.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -41,6 +42,29 @@ TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   EXPECT_TRUE(has(r.out, "[SP013]")) << r.out;
   EXPECT_TRUE(has(r.out, "tests/cuda/kernels/block_sum_missing_barrier.cu:17:7: note: "
                          "thread (2,0,0) of block (0,0,0) writes partial[2] here"))
+      << r.out;
+}
+
+TEST(CudaCli, MissingSyncwarpIsAWarpLevelRace) {
+  auto r = run_cli({"check", kernel("warp_sum_no_syncwarp.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/warp_sum_no_syncwarp.cu:15:35: error: "
+                  "shared-memory race on partial[8]: thread (0,0,0) of block (0,0,0) "
+                  "reads it here and thread (8,0,0) of block (0,0,0) writes it at "
+                  "tests/cuda/kernels/warp_sum_no_syncwarp.cu:18:7 with no barrier "
+                  "between [SP013]"))
+      << r.out;
+}
+
+TEST(CudaCli, BlocksWritingOneElementRace) {
+  auto r = run_cli({"check", kernel("last_block_wins.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "error: global-memory race on out[0]: thread (0,0,0) of block "
+                  "(1,0,0) writes it here and thread (0,0,0) of block (0,0,0) writes "
+                  "it at tests/cuda/kernels/last_block_wins.cu:11:5 (the blocks of a "
+                  "launch are not ordered) [SP013]"))
       << r.out;
 }
 
