@@ -213,6 +213,20 @@ Finding kernel_finding(const cuda::KernelFinding &found) {
   return f;
 }
 
+// The proofs are over the reals: 16-bit buffers are said, so that "proved"
+// never hides their rounding.
+std::string sixteen_bit_note(const cuda::KernelLaunch &launch) {
+  std::vector<std::string> narrow;
+  for (const cuda::KernelArg &arg : launch.args)
+    if (arg.buffer_type == ir::DType::Float16 || arg.buffer_type == ir::DType::BFloat16)
+      narrow.push_back(
+          fmt::format("{} ({})", arg.name, ir::dtype_name(*arg.buffer_type)));
+  if (narrow.empty())
+    return "";
+  return fmt::format("; over the reals: the rounding of {} is not modelled",
+                     fmt::join(narrow, ", "));
+}
+
 TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
                           const cuda::KernelLaunch &launch,
                           const SessionOptions &options) {
@@ -263,6 +277,8 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   if (verdict.kind == Verdict::Kind::Refuted && verdict.counterexample)
     result.findings.push_back(mismatch_finding(store, launch, reference, lifted, name,
                                                *verdict.counterexample));
+  if (verdict.kind == Verdict::Kind::Proved)
+    verdict.method += sixteen_bit_note(launch);
   result.obligations.push_back({name, launch.loc, std::move(verdict)});
   result.seconds = seconds_since(start);
   return result;

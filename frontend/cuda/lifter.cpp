@@ -374,7 +374,7 @@ private:
     type = type.getCanonicalType();
     if (const auto *array = context_.getAsConstantArrayType(type))
       return array->getSize().getSExtValue() * scalars_in(array->getElementType(), where);
-    if (type->isScalarType())
+    if (type->isScalarType() || is_sixteen_bit(type))
       return 1;
     throw NotModelled{where, fmt::format("values of type '{}' at {} are "
                                          "not modelled",
@@ -491,6 +491,11 @@ private:
       return eval_binary(binary, on);
     if (const auto *cond = llvm::dyn_cast<clang::ConditionalOperator>(e))
       return eval_conditional(cond, on);
+    if (const auto *temporary = llvm::dyn_cast<clang::MaterializeTemporaryExpr>(e))
+      return eval(temporary->getSubExpr(), on);
+    if (is_sixteen_bit(e->getType()))
+      if (auto values = sixteen_bit_value(e, on))
+        return *values;
     if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
       return eval_call(call, on);
     if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e))
@@ -513,6 +518,33 @@ private:
       return fill(on, Value::integer(folded.Val.getInt().getExtValue()));
     not_modelled(
         e, fmt::format("the expression '{}' ({})", text_of(e), e->getStmtClassName()));
+  }
+
+  // __half and __nv_bfloat16 (structs in the headers) hold one real here.
+  static bool is_sixteen_bit(clang::QualType type) {
+    const auto *record = type.getCanonicalType()->getAsRecordDecl();
+    return record &&
+           (record->getName() == "__half" || record->getName() == "__nv_bfloat16");
+  }
+
+  // A 16-bit value's copy (a load) or assignment (a store), which C++ spells
+  // as the struct's constructor and operator=.
+  std::optional<Values> sixteen_bit_value(const clang::Expr *e, const Mask &on) {
+    auto value_of = [&](const clang::Expr *arg) {
+      return arg->isGLValue() ? load(arg, on) : eval(arg, on);
+    };
+    if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(e);
+        construct && construct->getNumArgs() == 1 &&
+        construct->getConstructor()->isCopyOrMoveConstructor())
+      return value_of(construct->getArg(0)->IgnoreImplicit());
+    if (const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(e);
+        op && op->getOperator() == clang::OO_Equal && op->getNumArgs() == 2) {
+      auto places = place(op->getArg(0), on);
+      Values value = value_of(op->getArg(1)->IgnoreImplicit());
+      store(places, value, on, op);
+      return value;
+    }
+    return std::nullopt;
   }
 
   static Values fill(const Mask &on, Value v) {
@@ -617,7 +649,7 @@ private:
     }
     if (to->isRealFloatingType() && v.kind == Value::Kind::Int)
       return Value::real(store_.constant(v.i));
-    if (to->isRealFloatingType() && v.kind == Value::Kind::Float)
+    if ((to->isRealFloatingType() || is_sixteen_bit(to)) && v.kind == Value::Kind::Float)
       return v; // half, float, double: all reals here
     if (to->isPointerType() && v.kind == Value::Kind::Pointer)
       return v;

@@ -10,6 +10,7 @@
 #include <clang/Tooling/Tooling.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -112,8 +113,12 @@ ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &
   std::stringstream text;
   text << in.rdbuf();
   std::string code = text.str();
-  for (std::size_t i = 0; i < launches.size(); ++i)
+  std::vector<int> probe_lines; // where each launch's probe is
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    probe_lines.push_back(static_cast<int>(std::count(code.begin(), code.end(), '\n')) +
+                          2);
     code += launch_probe(i, launches[i]);
+  }
 
   FirstError errors;
   std::unique_ptr<clang::ASTUnit> unit = clang::tooling::buildASTFromCodeWithArgs(
@@ -121,6 +126,14 @@ ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &
       std::make_shared<clang::PCHContainerOperations>(),
       clang::tooling::getClangStripDependencyFileAdjuster(),
       clang::tooling::FileContentMappings(), &errors);
+  if (errors.error && errors.error->loc.file == path)
+    for (std::size_t i = 0; i < launches.size(); ++i)
+      if (errors.error->loc.line == probe_lines[i]) // the annotation's callee is wrong
+        return {
+            std::nullopt,
+            Diagnostic{launches[i].loc,
+                       fmt::format("the launch of '{}' names no kernel of this file: {}",
+                                   launches[i].callee(), errors.error->message)}};
   if (errors.error || !unit) {
     Diagnostic error =
         errors.error.value_or(Diagnostic{{path, 0}, "clang could not run"});

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <fstream>
+
 using shardproof::testing::run_cli;
 
 namespace {
@@ -151,4 +154,37 @@ TEST(CudaCli, AFileWithoutLaunchAnnotationsIsBadInput) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_TRUE(has(missing.err, "cannot read tests/cuda/kernels/not_there.cu"))
       << missing.err;
+}
+
+TEST(CudaCli, ALaunchOfAKernelTheFileLacksIsBadInputAtTheAnnotation) {
+  auto r = run_cli({"check", kernel("launch_of_missing_kernel.cu")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "tests/cuda/kernels/launch_of_missing_kernel.cu:4: error: the "
+                         "launch of 'scale_rows' names no kernel of this file: use of "
+                         "undeclared identifier 'scale_rows'"))
+      << r.err;
+}
+
+TEST(CudaCli, SixteenBitBuffersAreProvedOverTheRealsAndSaySo) {
+  auto r = run_cli({"check", kernel("half_scale.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "proved: kernel half_scale: 'out' equals the reference 'x * 3' "
+                         "(normal form; over the reals: the rounding of x (float16), out "
+                         "(float16) is not modelled)"))
+      << r.out;
+}
+
+// The same verdicts with the toolkit's own headers, where one is installed.
+TEST(CudaCli, TheRealToolkitHeadersGiveTheSameVerdicts) {
+  const std::string toolkit = "/usr/local/cuda";
+  if (!std::ifstream(toolkit + "/include/cuda_runtime.h"))
+    GTEST_SKIP() << "no CUDA toolkit at " << toolkit;
+  for (const char *name : {"block_sum.cu", "softmax_warp.cu", "half_scale.cu"}) {
+    auto r = run_cli({"check", "--cuda-path", toolkit, kernel(name)});
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
+  }
+  auto race =
+      run_cli({"check", "--cuda-path", toolkit, kernel("block_sum_missing_barrier.cu")});
+  EXPECT_EQ(race.exit_code, 1) << race.out << race.err;
+  EXPECT_TRUE(has(race.out, "[SP013]")) << race.out;
 }
