@@ -126,8 +126,14 @@ public:
         continue;
       const Buffer &buffer = buffers_[buffer_of_.at(arg.name)];
       std::vector<TermId> &out = lifted.buffers[arg.name];
-      for (const Value &cell : buffer.cells)
+      for (const Value &cell : buffer.cells) {
+        // Never a term read from a value that is not one (fail closed).
+        if (cell.kind != Value::Kind::Float && !lifted.unsupported)
+          lifted.unsupported = Diagnostic{
+              launch_.loc, fmt::format("{}[{}] holds no real value after the launch",
+                                       arg.name, out.size())};
         out.push_back(cell.term);
+      }
       lifted.writes[arg.name] = buffer.writes;
     }
     return lifted;
@@ -219,7 +225,9 @@ private:
   // --- places and messages ----------------------------------------------
 
   ir::SourceLoc loc(clang::SourceLocation at) const { return source_loc(sources_, at); }
-  ir::SourceLoc loc(const clang::Stmt *s) const { return loc(s->getBeginLoc()); }
+  ir::SourceLoc loc(const clang::Stmt *s) const {
+    return s ? loc(s->getBeginLoc()) : ir::SourceLoc{};
+  }
 
   [[noreturn]] void not_modelled(const clang::Stmt *s, const std::string &what) const {
     throw NotModelled{loc(s),
@@ -227,6 +235,8 @@ private:
   }
 
   std::string text_of(const clang::Stmt *s) const {
+    if (!s)
+      return "";
     auto range = clang::CharSourceRange::getTokenRange(s->getSourceRange());
     std::string text =
         clang::Lexer::getSourceText(range, sources_, context_.getLangOpts()).str();
@@ -358,12 +368,8 @@ private:
       auto bytes =
           context_.getTypeSizeInChars(incomplete->getElementType()).getQuantity();
       n = launch_.shared_bytes / bytes;
-    } else if (type->isConstantArrayType()) {
+    } else { // an array, or a scalar: one element
       n = scalars_in(type, loc(var->getLocation()));
-    } else {
-      not_modelled(var->getInit() ? static_cast<const clang::Stmt *>(var->getInit())
-                                  : nullptr,
-                   "a shared variable that is not an array");
     }
     buffer.cells.resize(n);
     return buffer;
@@ -765,7 +771,8 @@ private:
       one[t] = 1;
       return eval(var->getInit(), one)[t]; // a constant of the file
     }
-    not_modelled(e, fmt::format("reading '{}' before it is assigned (by {})",
+    not_modelled(e, fmt::format("reading '{}', which holds no defined value (never "
+                                "assigned, or an undefined shuffle result), by {}",
                                 var->getNameAsString(), thread_id(t).str()));
   }
 
@@ -783,6 +790,9 @@ private:
       }
       if (!thread.guards.empty())
         not_modelled(e, "a memory write under a data-dependent condition");
+      if (values[t].kind == Value::Kind::Undef)
+        not_modelled(e, fmt::format("writing an undefined value ('{}', by {})",
+                                    text_of(e), thread_id(static_cast<int>(t)).str()));
       Buffer &buffer = access(p, static_cast<int>(t), true, e);
       buffer.cells[p.offset] = values[t];
       buffer.writes[p.offset] = ElementWrite{loc(e), thread_id(static_cast<int>(t))};
@@ -1028,6 +1038,7 @@ private:
 
   Value compare(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
                 const clang::Stmt *at) {
+    require_defined(a, b, at);
     if (a.kind == Value::Kind::Int && b.kind == Value::Kind::Int) {
       switch (kind) {
       case clang::BO_LT:
@@ -1078,8 +1089,18 @@ private:
     return out;
   }
 
+  // An undefined operand (a shuffle from a lane that does not take part):
+  // what follows from it is not modelled.
+  void require_defined(const Value &a, const Value &b, const clang::Stmt *at) const {
+    if (a.kind == Value::Kind::Undef || b.kind == Value::Kind::Undef)
+      not_modelled(at, fmt::format("'{}' on an undefined value (a shuffle from a lane "
+                                   "that does not take part)",
+                                   text_of(at)));
+  }
+
   Value arithmetic(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
                    clang::QualType type, const clang::Stmt *at) {
+    require_defined(a, b, at);
     if (a.kind == Value::Kind::Pointer || b.kind == Value::Kind::Pointer)
       return pointer_arithmetic(kind, a, b, at);
     if (a.kind == Value::Kind::Float && b.kind == Value::Kind::Float) {
@@ -1219,6 +1240,9 @@ private:
     }
     if (name == "__threadfence" || name == "__threadfence_block")
       return Values(on.size()); // lockstep threads already see each other's writes
+    if (name == "__builtin_inff" || name == "__builtin_inf" ||
+        name == "__builtin_huge_valf")
+      return fill(on, Value::real(store_.extended(terms::Extended::PosInf))); // INFINITY
     if (name.starts_with("__shfl"))
       return shuffle(call, name, on);
     if (name == "atomicAdd")
@@ -1464,13 +1488,14 @@ private:
         src = lane;
       std::int64_t source = warp_base + src;
       std::uint64_t members = static_cast<std::uint64_t>(integer(member_mask[t], call));
-      if (!((members >> lane) & 1) || !((members >> src) & 1) ||
-          source >= static_cast<std::int64_t>(on.size()) || !on[source])
-        not_modelled(call,
-                     fmt::format("'{}' by {} reads lane {}, which does not take part "
-                                 "(inactive, outside the block, or not in the mask)",
-                                 name, thread_id(static_cast<int>(t)).str(), src));
-      out[t] = var[source];
+      if (!((members >> lane) & 1))
+        not_modelled(call, fmt::format("'{}' by {}, a lane its mask leaves out", name,
+                                       thread_id(static_cast<int>(t)).str()));
+      // A lane that does not take part (inactive, outside the block, not in
+      // the mask) gives an undefined value: using it is not modelled.
+      bool defined = ((members >> src) & 1) &&
+                     source < static_cast<std::int64_t>(on.size()) && on[source];
+      out[t] = defined ? var[source] : Value{};
     }
     return out;
   }

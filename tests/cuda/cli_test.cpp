@@ -32,7 +32,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CudaProvedKernel,
                          ::testing::Values("block_sum.cu", "softmax_warp.cu",
                                            "bias_gelu.cu", "shuffle_lanes.cu",
                                            "relu_branch.cu", "warp_sum_syncwarp.cu",
-                                           "atomic_sum.cu"));
+                                           "atomic_sum.cu", "causal_softmax.cu",
+                                           "rms_norm_partial_warp.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -187,4 +188,45 @@ TEST(CudaCli, TheRealToolkitHeadersGiveTheSameVerdicts) {
       run_cli({"check", "--cuda-path", toolkit, kernel("block_sum_missing_barrier.cu")});
   EXPECT_EQ(race.exit_code, 1) << race.out << race.err;
   EXPECT_TRUE(has(race.out, "[SP013]")) << race.out;
+}
+
+TEST(CudaCli, CausalMaskOffByOneLeaksAKeyAndIsRefuted) {
+  auto r = run_cli({"check", kernel("causal_softmax_off_by_one.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/causal_softmax_off_by_one.cu:28:3: error: the "
+                  "value kernel 'causal_softmax' writes here into probs[0,0] differs "
+                  "from the reference"))
+      << r.out;
+  // All scores 0: query 0 also weighs key 1, so it gives its own key half.
+  EXPECT_TRUE(has(r.out, "  Reference (world 1): probs[0,0] = 1\n"
+                         "  Rank 0: probs[0,0] = 0.5  (should be 1)\n"))
+      << r.out;
+}
+
+TEST(CudaCli, ReductionDroppingThePartialWarpIsRefutedWithAnElementOfIt) {
+  auto r =
+      run_cli({"check", kernel("rms_norm_drops_partial_warp.cu"), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["findings"].size(), 1u) << r.out;
+  const auto &f = report["findings"][0];
+  EXPECT_EQ(f["rule_id"], "SP012");
+  EXPECT_EQ(f["line"], 48);
+  std::vector<std::string> inputs;
+  for (const auto &input : f["example"]["inputs"])
+    inputs.push_back(input["name"]);
+  // Column 95 is summed by thread 47, a lane of the partial warp.
+  EXPECT_EQ(inputs, (std::vector<std::string>{"x[0,0]", "x[0,95]", "weight[0]"}));
+}
+
+TEST(CudaCli, AnUndefinedShuffleResultIsNeverProved) {
+  auto r = run_cli({"check", kernel("rms_norm_reads_absent_lanes.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "reading 'other', which holds no defined value (never assigned, or "
+                  "an undefined shuffle result), by thread (32,0,0) of block (0,0,0) at "
+                  "tests/cuda/kernels/rms_norm_reads_absent_lanes.cu:12:10 is not "
+                  "modelled"))
+      << r.out;
 }
