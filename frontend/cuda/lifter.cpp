@@ -16,6 +16,7 @@
 #include <clang/Lex/Lexer.h>
 #include <fmt/format.h>
 
+#include <climits>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -98,7 +99,9 @@ using Mask = std::vector<char>;
 using Values = std::vector<Value>;
 
 constexpr int kWarpSize = 32;
-constexpr std::int64_t kMaxSteps = 20'000'000;
+// Expression evaluations times the threads of the block: a launch that
+// needs more is "could not prove" (an endless loop must not hang a check).
+constexpr std::int64_t kMaxSteps = 100'000'000;
 
 class Lifter {
 public:
@@ -251,10 +254,12 @@ private:
   }
 
   void step(const clang::Stmt *s) {
-    if (++steps_ > kMaxSteps)
-      throw NotModelled{loc(s), fmt::format("the launch did not finish "
-                                            "within {} steps (at {})",
-                                            kMaxSteps, loc(s).str())};
+    steps_ += static_cast<std::int64_t>(threads_.size());
+    if (steps_ > kMaxSteps)
+      throw NotModelled{loc(s),
+                        fmt::format("the launch did not finish "
+                                    "within {} thread-steps (at {}): an endless loop?",
+                                    kMaxSteps, loc(s).str())};
   }
 
   // --- masks --------------------------------------------------------------
@@ -485,6 +490,8 @@ private:
       return fill(on, Value::real(float_literal(lit)));
     if (const auto *subst = llvm::dyn_cast<clang::SubstNonTypeTemplateParmExpr>(e))
       return eval(subst->getReplacement(), on);
+    if (const auto *given = llvm::dyn_cast<clang::CXXDefaultArgExpr>(e))
+      return eval(given->getExpr(), on);
     if (const auto *cleanups = llvm::dyn_cast<clang::ExprWithCleanups>(e))
       return eval(cleanups->getSubExpr(), on);
     if (const auto *cast = llvm::dyn_cast<clang::CastExpr>(e))
@@ -564,10 +571,15 @@ private:
   // A literal as its decimal spelling says (as Python reads the reference's
   // constants): 0.044715f and the reference's 0.044715 are the same term.
   TermId float_literal(const clang::FloatingLiteral *lit) {
-    std::string text = clang::Lexer::getSourceText(
-                           clang::CharSourceRange::getTokenRange(lit->getSourceRange()),
-                           sources_, context_.getLangOpts())
-                           .str();
+    // The spelling, also where a macro (#define EPS 1e-5f) wrote it.
+    llvm::SmallString<32> buffer;
+    bool invalid = false;
+    std::string text =
+        clang::Lexer::getSpelling(sources_.getSpellingLoc(lit->getLocation()), buffer,
+                                  sources_, context_.getLangOpts(), &invalid)
+            .str();
+    if (invalid)
+      text.clear();
     char *end = nullptr;
     double value = std::strtod(text.c_str(), &end);
     if (text.empty() || end == text.c_str())
@@ -1120,9 +1132,12 @@ private:
     }
     std::int64_t x = integer(a, at), y = integer(b, at), r = 0;
     bool is_unsigned = type->isUnsignedIntegerType();
+    if ((kind == clang::BO_Shl || kind == clang::BO_Shr) && (y < 0 || y >= 64))
+      not_modelled(at, fmt::format("a shift by {} in '{}'", y, text_of(at)));
     auto divisor = [&] {
-      if (y == 0)
-        not_modelled(at, fmt::format("an integer division by zero in '{}'", text_of(at)));
+      if (y == 0 || (y == -1 && !is_unsigned && x == INT64_MIN))
+        not_modelled(at, fmt::format("an integer division by zero or overflowing in '{}'",
+                                     text_of(at)));
       return y;
     };
     switch (kind) {

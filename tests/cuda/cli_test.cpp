@@ -33,7 +33,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, CudaProvedKernel,
                                            "bias_gelu.cu", "shuffle_lanes.cu",
                                            "relu_branch.cu", "warp_sum_syncwarp.cu",
                                            "atomic_sum.cu", "causal_softmax.cu",
-                                           "rms_norm_partial_warp.cu"));
+                                           "rms_norm_partial_warp.cu",
+                                           "included_helper.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -229,4 +230,14 @@ TEST(CudaCli, AnUndefinedShuffleResultIsNeverProved) {
                   "tests/cuda/kernels/rms_norm_reads_absent_lanes.cu:12:10 is not "
                   "modelled"))
       << r.out;
+}
+
+TEST(CudaCli, AnEndlessLoopIsStoppedAndNeverProved) {
+  auto r = run_cli({"check", kernel("endless_loop.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  // Where in the loop the budget runs out does not matter.
+  EXPECT_TRUE(has(r.out, "the launch did not finish within 100000000 thread-steps (at "
+                         "tests/cuda/kernels/endless_loop.cu:"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "): an endless loop?")) << r.out;
 }
