@@ -469,8 +469,8 @@ private:
     default:
       break;
     }
-    not_modelled(e, fmt::format("the data-dependent condition '{}' of a loop or a "
-                                "branch that does not only assign values",
+    not_modelled(e, fmt::format("the data-dependent condition '{}' where a concrete "
+                                "truth value is needed (a loop, &&, ||, a conversion)",
                                 text_of(e)));
   }
 
@@ -737,6 +737,8 @@ private:
         }
       return out;
     }
+    if (const auto *choice = llvm::dyn_cast<clang::ConditionalOperator>(e))
+      return chosen_place(choice, on);
     if (const auto *unary = llvm::dyn_cast<clang::UnaryOperator>(e);
         unary && unary->getOpcode() == clang::UO_Deref) {
       Values p = eval(unary->getSubExpr(), on);
@@ -750,6 +752,22 @@ private:
     }
     not_modelled(e, fmt::format("the assignment target '{}' ({})", text_of(e),
                                 e->getStmtClassName()));
+  }
+
+  // `c ? a : b` as an lvalue, on a concrete c.
+  std::vector<Place> chosen_place(const clang::ConditionalOperator *choice,
+                                  const Mask &on) {
+    Values cond = eval(choice->getCond(), on);
+    Mask yes(on.size()), no(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        (truth(cond[t], choice->getCond()) ? yes : no)[t] = 1;
+    std::vector<Place> out(on.size());
+    auto a = any(yes) ? place(choice->getTrueExpr(), yes) : out;
+    auto b = any(no) ? place(choice->getFalseExpr(), no) : out;
+    for (std::size_t t = 0; t < on.size(); ++t)
+      out[t] = yes[t] ? a[t] : b[t];
+    return out;
   }
 
   Values load(const clang::Expr *e, const Mask &on) {
@@ -797,7 +815,7 @@ private:
       Thread &thread = threads_[t];
       if (p.var) {
         Value &reg = thread.frames.back().registers[p.var];
-        reg = guarded(thread, reg, values[t], e);
+        reg = guarded(thread, p.var, reg, values[t], e);
         continue;
       }
       if (!thread.guards.empty())
@@ -811,16 +829,36 @@ private:
     }
   }
 
-  Value guarded(const Thread &thread, const Value &old, Value v, const clang::Expr *e) {
+  // A register write under data-dependent branches: ite(condition, new,
+  // old) for each. A register with no value before the branch holds an
+  // opaque "undefined" on the side that does not assign it: that blocks a
+  // proof, unless the other side assigns it too (see choose).
+  Value guarded(const Thread &thread, const clang::VarDecl *var, const Value &old,
+                Value v, const clang::Expr *e) {
     if (thread.guards.empty())
       return v;
-    if (v.kind != Value::Kind::Float || old.kind != Value::Kind::Float)
+    if (v.kind != Value::Kind::Float ||
+        (old.kind != Value::Kind::Float && old.kind != Value::Kind::Undef))
       not_modelled(e, "a non-floating-point assignment under a data-dependent condition");
+    TermId before = old.kind == Value::Kind::Float
+                        ? old.term
+                        : store_.var(fmt::format("undefined {}", var->getNameAsString()),
+                                     terms::VarKind::Opaque, loc(e).str());
     TermId merged = v.term;
     for (auto it = thread.guards.rbegin(); it != thread.guards.rend(); ++it)
-      merged = it->second ? store_.ite(it->first, merged, old.term)
-                          : store_.ite(it->first, old.term, merged);
+      merged = it->second ? choose(it->first, merged, before)
+                          : choose(it->first, before, merged);
     return Value::real(merged);
+  }
+
+  // ite(c, a, b), where a choice on the same c inside a or b is decided
+  // already: the two sides of one branch merge into one choice.
+  TermId choose(TermId c, TermId a, TermId b) {
+    auto side = [&](TermId t, bool then) {
+      const terms::Node &n = store_.node(t);
+      return n.op == terms::Op::Ite && n.args[0] == c ? n.args[then ? 1 : 2] : t;
+    };
+    return store_.ite(c, side(a, true), side(b, false));
   }
 
   // Bounds and conflicts of one access of thread `t`; the buffer accessed.
@@ -1391,6 +1429,10 @@ private:
                      const Mask &on) {
     if (++call_depth_ > 64)
       not_modelled(call, "recursion deeper than 64 calls");
+    for (const clang::ParmVarDecl *param : fn.parameters())
+      if (param->getType()->isReferenceType())
+        not_modelled(call, fmt::format("the reference parameter '{}' of '{}'",
+                                       param->getNameAsString(), fn.getNameAsString()));
     std::vector<Values> args;
     for (const clang::Expr *arg : call->arguments())
       args.push_back(eval(arg, on));
@@ -1399,10 +1441,6 @@ private:
         Frame frame;
         for (unsigned i = 0; i < fn.getNumParams(); ++i) {
           const clang::ParmVarDecl *param = fn.getParamDecl(i);
-          if (param->getType()->isReferenceType())
-            not_modelled(call,
-                         fmt::format("the reference parameter '{}' of '{}'",
-                                     param->getNameAsString(), fn.getNameAsString()));
           frame.registers[param] =
               convert(args[i][t], call->getArg(i)->getType(), param->getType(), call);
         }

@@ -77,9 +77,9 @@ public:
 // tells which declaration the name resolves to. Appended after the file's
 // last line, so the file's line numbers are unchanged.
 std::string launch_probe(std::size_t index, const KernelLaunch &launch) {
-  return fmt::format(
-      "\nstatic void __shardproof_launch_{}() {{ auto *k = &{}; (void)k; }}\n", index,
-      launch.callee());
+  return fmt::format("\nstatic void __shardproof_launch_{}() {{ auto "
+                     "*__shardproof_kernel = &{}; (void)__shardproof_kernel; }}\n",
+                     index, launch.callee());
 }
 
 const clang::FunctionDecl *probed_kernel(clang::ASTContext &context, std::size_t index) {

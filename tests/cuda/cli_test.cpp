@@ -28,13 +28,12 @@ TEST_P(CudaProvedKernel, IsProvedEqualToItsReference) {
   EXPECT_TRUE(has(r.out, ": proved (1 obligation: 1 proved")) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, CudaProvedKernel,
-                         ::testing::Values("block_sum.cu", "softmax_warp.cu",
-                                           "bias_gelu.cu", "shuffle_lanes.cu",
-                                           "relu_branch.cu", "warp_sum_syncwarp.cu",
-                                           "atomic_sum.cu", "causal_softmax.cu",
-                                           "rms_norm_partial_warp.cu",
-                                           "included_helper.cu"));
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, CudaProvedKernel,
+    ::testing::Values("block_sum.cu", "softmax_warp.cu", "bias_gelu.cu",
+                      "shuffle_lanes.cu", "relu_branch.cu", "warp_sum_syncwarp.cu",
+                      "atomic_sum.cu", "causal_softmax.cu", "rms_norm_partial_warp.cu",
+                      "included_helper.cu", "relu_undeclared_branches.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -240,4 +239,12 @@ TEST(CudaCli, AnEndlessLoopIsStoppedAndNeverProved) {
                          "tests/cuda/kernels/endless_loop.cu:"))
       << r.out;
   EXPECT_TRUE(has(r.out, "): an endless loop?")) << r.out;
+}
+
+TEST(CudaCli, ARegisterOneBranchSideLeavesUndefinedIsNeverProved) {
+  auto r = run_cli({"check", kernel("relu_one_sided_branch.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "depends on the unmodelled value 'undefined v' from "
+                         "tests/cuda/kernels/relu_one_sided_branch.cu:12:5"))
+      << r.out;
 }

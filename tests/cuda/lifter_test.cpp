@@ -38,9 +38,9 @@ struct Lifted {
   std::optional<cuda::Diagnostic> parse_error;
 };
 
-std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options = {}) {
+std::unique_ptr<Lifted> lift_file(const std::string &path, const std::string &name,
+                                  cuda::ParseOptions options = {}) {
   auto out = std::make_unique<Lifted>();
-  std::string path = kernel_path(name);
   auto annotations = cuda::read_annotations(path, read_lines(path));
   EXPECT_FALSE(annotations.error);
   out->launch = annotations.launches.at(0);
@@ -62,6 +62,10 @@ std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options
   std::printf("%s: parse %.0f ms, lift %.0f ms, %zu terms\n", name.c_str(),
               ms(parsed_at - start), ms(lifted_at - parsed_at), out->store.size());
   return out;
+}
+
+std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options = {}) {
+  return lift_file(kernel_path(name), name, std::move(options));
 }
 
 prover::Verdict prove(Lifted &l, std::span<const TermId> lhs,
@@ -171,3 +175,81 @@ TEST(CudaLifter, AParseErrorIsADiagnosticWithItsLine) {
   EXPECT_EQ(l->parse_error->message,
             "the parser (clang 19) rejects this file: expected ';' after expression");
 }
+
+// Constructs the lifter does not model stop it with their line, whatever
+// the kernel around them: never a value, never a crash.
+struct Unmodelled {
+  const char *name;
+  const char *body; // of k(const float *x, float *out), t = threadIdx.x
+  const char *message;
+};
+
+class CudaUnmodelled : public ::testing::TestWithParam<Unmodelled> {};
+
+TEST_P(CudaUnmodelled, StopsTheLiftAtItsLine) {
+  std::string dir = ::testing::TempDir();
+  std::string path = dir + "unmodelled_" + GetParam().name + ".cu";
+  std::ofstream(path) << "#include <cuda_runtime.h>\n"
+                         "#include <cooperative_groups.h>\n"
+                         "struct Pair { float a, b; };\n"
+                         "__device__ float twice(float &v) { return v *= 2.0f; }\n"
+                         "// shardproof: launch k grid=(1) block=(32)\n"
+                         "// shardproof: arg x = float32[32]\n"
+                         "// shardproof: arg out = float32[32]\n"
+                         "// shardproof: reference out = x\n"
+                         "__global__ void k(const float *x, float *out) {\n"
+                         "  int t = threadIdx.x;\n  "
+                      << GetParam().body << "\n}\n";
+  auto l = lift_file(path, GetParam().name);
+  ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+  ASSERT_TRUE(l->result.unsupported) << "lifted";
+  EXPECT_EQ(l->result.unsupported->loc.line, 11);
+  EXPECT_NE(l->result.unsupported->message.find(GetParam().message), std::string::npos)
+      << l->result.unsupported->message;
+  EXPECT_NE(l->result.unsupported->message.find(path + ":11:"), std::string::npos)
+      << l->result.unsupported->message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Constructs, CudaUnmodelled,
+    ::testing::Values(
+        Unmodelled{"switch", "switch (t) { default: out[t] = x[t]; }", "(SwitchStmt)"},
+        Unmodelled{"vector_load",
+                   "out[t] = reinterpret_cast<const float4 *>(x)[t / 4].x;",
+                   "the assignment target 'reinterpret_cast<const float4 *>(x)[t / 4].x' "
+                   "(MemberExpr)"},
+        Unmodelled{"lambda", "auto f = [&](int i) { return x[i]; }; out[t] = f(t);",
+                   "(LambdaExpr)"},
+        Unmodelled{"cooperative_groups",
+                   "cooperative_groups::this_thread_block().sync(); out[t] = x[t];",
+                   "the call 'cooperative_groups::this_thread_block().sync()'"},
+        Unmodelled{"reference_parameter", "float v = x[t]; out[t] = twice(v);",
+                   "the reference parameter 'v' of 'twice'"},
+        Unmodelled{"struct_value", "Pair p; p.a = x[t]; out[t] = p.a;",
+                   "(CXXConstructExpr)"},
+        Unmodelled{
+            "float_equality", "out[t] = x[t] == 0.0f ? 0.0f : x[t];",
+            "the equality test 'x[t] == 0.0f' of data-dependent floating-point values"},
+        Unmodelled{
+            "data_dependent_and",
+            "float v = x[t]; if (v > 0.0f && v < 1.0f) v = 0.5f; out[t] = v;",
+            "the data-dependent condition 'v > 0.0f' where a concrete truth value is "
+            "needed"},
+        Unmodelled{"data_dependent_loop", "for (float v = x[t]; v > 0.0f; v -= 1.0f) {}",
+                   "the data-dependent condition 'v > 0.0f'"},
+        Unmodelled{"inline_assembly",
+                   "float v; asm(\"mov.f32 %0, %1;\" : \"=f\"(v) : "
+                   "\"f\"(x[t])); out[t] = v;",
+                   "(GCCAsmStmt)"},
+        Unmodelled{
+            "divergent_barrier", "if (t < 16) __syncthreads(); out[t] = x[t];",
+            "__syncthreads() reached by some threads of the block but not by thread "
+            "(16,0,0) of block (0,0,0) (a barrier in divergent code)"},
+        Unmodelled{"exit_under_data_branch", "if (x[t] > 0.0f) return; out[t] = x[t];",
+                   "leaving a branch on a data-dependent condition"},
+        Unmodelled{
+            "shuffle_under_data_branch",
+            "float v = x[t]; if (v > 0.0f) v = __shfl_xor_sync(0xffffffffu, v, 1); "
+            "out[t] = v;",
+            "a shuffle under a data-dependent condition"}),
+    [](const auto &info) { return std::string(info.param.name); });
