@@ -53,6 +53,12 @@ void read_launch(const std::string &rest, KernelLaunch &launch) {
   launch.template_args = m[2].str();
   launch.grid = extents(m[3].str(), "grid");
   launch.block = extents(m[4].str(), "block");
+  // What CUDA accepts: a larger block is a launch that never runs.
+  long threads = 1L * launch.block[0] * launch.block[1] * launch.block[2];
+  if (threads > 1024 || launch.block[2] > 64)
+    throw Malformed{fmt::format("block={} has {} threads (CUDA allows at most 1024, and "
+                                "at most 64 along z)",
+                                m[4].str(), threads)};
   if (m[5].matched)
     launch.shared_bytes = positive_int(m[5].str(), "shared");
 }

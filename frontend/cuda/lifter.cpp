@@ -16,6 +16,7 @@
 #include <clang/Lex/Lexer.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <climits>
 #include <cstdlib>
 #include <unordered_map>
@@ -190,10 +191,11 @@ private:
                                       "the kernel's parameter is '{}'",
                                       name, arg->is_buffer() ? "buffer" : "scalar",
                                       param->getType().getAsString())};
-      if (arg->is_buffer())
+      if (arg->is_buffer()) {
+        check_element_type(*arg, param);
         out.emplace_back(param, Value::pointer(buffer_of_.at(name), 0));
-      else if (type->isIntegerType())
-        out.emplace_back(param, Value::integer(std::stoll(arg->scalar)));
+      } else if (type->isIntegerType())
+        out.emplace_back(param, Value::integer(wrap(integer_scalar(*arg), type)));
       else if (type->isRealFloatingType())
         out.emplace_back(param, Value::real(store_.constant_from_double(
                                     std::strtod(arg->scalar.c_str(), nullptr))));
@@ -204,6 +206,36 @@ private:
                                       param->getType().getAsString())};
     }
     return out;
+  }
+
+  // A buffer's elements are what the annotation says: a real type of its
+  // width (float32: float; float16: __half; bfloat16: __nv_bfloat16).
+  void check_element_type(const KernelArg &arg, const clang::ParmVarDecl *param) const {
+    clang::QualType element = param->getType()->getPointeeType().getCanonicalType();
+    bool real = element->isRealFloatingType() || is_sixteen_bit(element);
+    auto bytes = element->isIncompleteType()
+                     ? 0
+                     : context_.getTypeSizeInChars(element).getQuantity();
+    auto wanted = *arg.buffer_type == ir::DType::Float32 ? 4 : 2;
+    if (!real || bytes != wanted)
+      throw NotModelled{arg.loc, fmt::format("arg '{}' is annotated {} but the kernel's "
+                                             "parameter is '{}'",
+                                             arg.name, ir::dtype_name(*arg.buffer_type),
+                                             param->getType().getAsString())};
+  }
+
+  // An integer scalar's value; a fraction or a number out of range is the
+  // annotation's mistake.
+  static std::int64_t integer_scalar(const KernelArg &arg) {
+    std::int64_t value = 0;
+    const std::string &text = arg.scalar;
+    const char *begin = text.data() + (text.starts_with('+') ? 1 : 0);
+    auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw NotModelled{arg.loc, fmt::format("arg '{}' = {} is not an integer, but the "
+                                             "kernel's parameter is one",
+                                             arg.name, text)};
+    return value;
   }
 
   void
@@ -543,9 +575,7 @@ private:
   // A 16-bit value's copy (a load) or assignment (a store), which C++ spells
   // as the struct's constructor and operator=.
   std::optional<Values> sixteen_bit_value(const clang::Expr *e, const Mask &on) {
-    auto value_of = [&](const clang::Expr *arg) {
-      return arg->isGLValue() ? load(arg, on) : eval(arg, on);
-    };
+    auto value_of = [&](const clang::Expr *arg) { return value(arg, on); };
     if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(e);
         construct && construct->getNumArgs() == 1 &&
         construct->getConstructor()->isCopyOrMoveConstructor())
@@ -770,7 +800,26 @@ private:
     return out;
   }
 
+  // The value of an expression C++ may give as an lvalue (an arm of ?:, a
+  // 16-bit struct's copy): an assignment's value, else what its place holds.
+  Values value(const clang::Expr *e, const Mask &on) {
+    const clang::Expr *bare = e->IgnoreParens();
+    bool assigns =
+        llvm::isa<clang::BinaryOperator>(bare)
+            ? llvm::cast<clang::BinaryOperator>(bare)->isAssignmentOp()
+            : llvm::isa<clang::UnaryOperator>(bare) &&
+                  llvm::cast<clang::UnaryOperator>(bare)->isPrefix() &&
+                  llvm::cast<clang::UnaryOperator>(bare)->isIncrementDecrementOp();
+    return e->isGLValue() && !assigns && !llvm::isa<clang::ConditionalOperator>(bare)
+               ? load(e, on)
+               : eval(e, on);
+  }
+
   Values load(const clang::Expr *e, const Mask &on) {
+    if (const auto *choice =
+            llvm::dyn_cast<clang::ConditionalOperator>(e->IgnoreParens()))
+      return eval_conditional(choice, on); // its arms' values, chosen
+
     auto places = place(e, on);
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
@@ -1059,7 +1108,8 @@ private:
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t])
         out[t] = op->isComparisonOp()
-                     ? compare(kind, lhs[t], rhs[t], op)
+                     ? compare(kind, lhs[t], rhs[t], op,
+                               op->getLHS()->getType()->isUnsignedIntegerType())
                      : arithmetic(kind, lhs[t], rhs[t], op->getType(), op);
     return out;
   }
@@ -1086,25 +1136,30 @@ private:
     return out;
   }
 
-  Value compare(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
-                const clang::Stmt *at) {
-    require_defined(a, b, at);
-    if (a.kind == Value::Kind::Int && b.kind == Value::Kind::Int) {
-      switch (kind) {
-      case clang::BO_LT:
-        return Value::integer(a.i < b.i);
-      case clang::BO_GT:
-        return Value::integer(a.i > b.i);
-      case clang::BO_LE:
-        return Value::integer(a.i <= b.i);
-      case clang::BO_GE:
-        return Value::integer(a.i >= b.i);
-      case clang::BO_EQ:
-        return Value::integer(a.i == b.i);
-      default:
-        return Value::integer(a.i != b.i);
-      }
+  template <class T> static Value compare_as(clang::BinaryOperatorKind kind, T x, T y) {
+    switch (kind) {
+    case clang::BO_LT:
+      return Value::integer(x < y);
+    case clang::BO_GT:
+      return Value::integer(x > y);
+    case clang::BO_LE:
+      return Value::integer(x <= y);
+    case clang::BO_GE:
+      return Value::integer(x >= y);
+    case clang::BO_EQ:
+      return Value::integer(x == y);
+    default:
+      return Value::integer(x != y);
     }
+  }
+
+  // `is_unsigned`: the operands' (common) type is unsigned.
+  Value compare(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
+                const clang::Stmt *at, bool is_unsigned = false) {
+    require_defined(a, b, at);
+    if (a.kind == Value::Kind::Int && b.kind == Value::Kind::Int)
+      return is_unsigned ? compare_as<std::uint64_t>(kind, a.i, b.i)
+                         : compare_as<std::int64_t>(kind, a.i, b.i);
     if (a.kind == Value::Kind::Pointer && b.kind == Value::Kind::Pointer &&
         a.buffer == b.buffer)
       return compare(kind, Value::integer(a.offset), Value::integer(b.offset), at);
@@ -1179,14 +1234,17 @@ private:
       return y;
     };
     switch (kind) {
-    case clang::BO_Add:
-      r = x + y;
+    case clang::BO_Add: // as unsigned: wraps without undefined behaviour
+      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) +
+                                    static_cast<std::uint64_t>(y));
       break;
     case clang::BO_Sub:
-      r = x - y;
+      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) -
+                                    static_cast<std::uint64_t>(y));
       break;
     case clang::BO_Mul:
-      r = x * y;
+      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) *
+                                    static_cast<std::uint64_t>(y));
       break;
     case clang::BO_Div:
       r = is_unsigned ? static_cast<std::int64_t>(static_cast<std::uint64_t>(x) /
@@ -1252,12 +1310,23 @@ private:
         else
           (truth(cond[t], op->getCond()) ? yes : no)[t] = 1;
       }
-    Mask both_yes = yes, both_no = no;
-    for (std::size_t t = 0; t < on.size(); ++t)
-      if (symbolic[t])
-        both_yes[t] = both_no[t] = 1;
-    Values a = any(both_yes) ? eval(op->getTrueExpr(), both_yes) : Values(on.size());
-    Values b = any(both_no) ? eval(op->getFalseExpr(), both_no) : Values(on.size());
+    // A data-dependent choice evaluates both arms, each under its side of
+    // the condition: what they assign merges, what they store is refused.
+    auto arm = [&](const clang::Expr *e, const Mask &taken, bool side) {
+      Mask both = taken;
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (symbolic[t]) {
+          both[t] = 1;
+          threads_[t].guards.emplace_back(cond[t].term, side != cond[t].negated);
+        }
+      Values v = any(both) ? value(e, both) : Values(on.size());
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (symbolic[t])
+          threads_[t].guards.pop_back();
+      return v;
+    };
+    Values a = arm(op->getTrueExpr(), yes, true);
+    Values b = arm(op->getFalseExpr(), no, false);
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (yes[t])

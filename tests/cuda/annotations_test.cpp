@@ -74,6 +74,10 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{{"", "// shardproof: launch k grid=(1) block=(32 threads)"},
                   2,
                   "block=(32 threads) is not (X[,Y[,Z]])"},
+        Malformed{{"// shardproof: launch k grid=(1) block=(64,32)"},
+                  1,
+                  "block=(64,32) has 2048 threads (CUDA allows at most 1024, and at most "
+                  "64 along z)"},
         Malformed{{"// shardproof: launch k grid=(0) block=(1)"},
                   1,
                   "grid '0' is not a positive integer"},

@@ -33,7 +33,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("block_sum.cu", "softmax_warp.cu", "bias_gelu.cu",
                       "shuffle_lanes.cu", "relu_branch.cu", "warp_sum_syncwarp.cu",
                       "atomic_sum.cu", "causal_softmax.cu", "rms_norm_partial_warp.cu",
-                      "included_helper.cu", "relu_undeclared_branches.cu"));
+                      "included_helper.cu", "relu_undeclared_branches.cu",
+                      "ternary_assigns.cu", "shift_right_unsigned.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});

@@ -253,3 +253,40 @@ INSTANTIATE_TEST_SUITE_P(
             "out[t] = v;",
             "a shuffle under a data-dependent condition"}),
     [](const auto &info) { return std::string(info.param.name); });
+
+namespace {
+// A kernel file of the test's own, in the test's scratch folder.
+std::string scratch_kernel(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + name + ".cu";
+  std::ofstream(path) << text;
+  return path;
+}
+} // namespace
+
+TEST(CudaLifter, ABufferOfAnotherElementTypeThanAnnotatedIsRefused) {
+  std::string path = scratch_kernel("as_double", R"(#include <cuda_runtime.h>
+// shardproof: launch k grid=(1) block=(4)
+// shardproof: arg x = float32[4]
+// shardproof: reference x = x
+__global__ void k(double *x) { x[threadIdx.x] = x[threadIdx.x]; }
+)");
+  auto l = lift_file(path, "as_double");
+  ASSERT_TRUE(l->result.unsupported);
+  EXPECT_EQ(l->result.unsupported->loc.line, 3);
+  EXPECT_EQ(l->result.unsupported->message,
+            "arg 'x' is annotated float32 but the kernel's parameter is 'double *'");
+}
+
+TEST(CudaLifter, AFractionForAnIntegerParameterIsRefused) {
+  std::string path = scratch_kernel("fraction", R"(#include <cuda_runtime.h>
+// shardproof: launch k grid=(1) block=(4)
+// shardproof: arg x = float32[4]
+// shardproof: arg n = 2.5
+// shardproof: reference x = x
+__global__ void k(float *x, int n) { x[threadIdx.x] = x[threadIdx.x % n]; }
+)");
+  auto l = lift_file(path, "fraction");
+  ASSERT_TRUE(l->result.unsupported);
+  EXPECT_EQ(l->result.unsupported->message,
+            "arg 'n' = 2.5 is not an integer, but the kernel's parameter is one");
+}
