@@ -284,14 +284,6 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   return result;
 }
 
-std::vector<std::string> read_lines(const std::string &path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
-
 } // namespace
 
 std::vector<TargetResult> check_kernels(const Target &target,
@@ -299,11 +291,7 @@ std::vector<TargetResult> check_kernels(const Target &target,
                                         const cuda::ParseOptions &parse) {
   Target file = target;
   file.function = "(file)";
-  if (!fs::is_regular_file(target.path))
-    return {failed(file, TraceFailure::Kind::BadInput,
-                   {{target.path, 0}, "cannot read " + target.path})};
-  cuda::Annotations annotations =
-      cuda::read_annotations(target.path, read_lines(target.path));
+  cuda::Annotations annotations = cuda::read_annotations(target.path);
   if (annotations.error)
     return {failed(file, TraceFailure::Kind::BadInput, *annotations.error)};
   if (annotations.launches.empty())

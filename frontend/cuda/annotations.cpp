@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -174,6 +175,16 @@ Annotations read_annotations(const std::string &file,
     result.error = Diagnostic{at, "malformed shardproof annotation: " + e.message};
   }
   return result;
+}
+
+Annotations read_annotations(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    return {{}, Diagnostic{{path, 0}, "cannot read " + path}};
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return read_annotations(path, lines);
 }
 
 } // namespace shardproof::frontend::cuda

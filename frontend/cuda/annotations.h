@@ -63,5 +63,7 @@ struct Annotations {
 // launch is followed by its args and one reference, before the next launch.
 Annotations read_annotations(const std::string &file,
                              const std::vector<std::string> &lines);
+// The same for the file at `path`; one that cannot be read is an error.
+Annotations read_annotations(const std::string &path);
 
 } // namespace shardproof::frontend::cuda

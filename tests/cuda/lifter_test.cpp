@@ -20,14 +20,6 @@ std::string kernel_path(const std::string &name) {
   return std::string(SHARDPROOF_SOURCE_DIR) + "/tests/cuda/kernels/" + name;
 }
 
-std::vector<std::string> read_lines(const std::string &path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  return lines;
-}
-
 // A kernel file's first launch, parsed, lifted over fresh input variables
 // named after the buffers ("x[3]"); the time each step took is printed.
 struct Lifted {
@@ -41,7 +33,7 @@ struct Lifted {
 std::unique_ptr<Lifted> lift_file(const std::string &path, const std::string &name,
                                   cuda::ParseOptions options = {}) {
   auto out = std::make_unique<Lifted>();
-  auto annotations = cuda::read_annotations(path, read_lines(path));
+  auto annotations = cuda::read_annotations(path);
   EXPECT_FALSE(annotations.error);
   out->launch = annotations.launches.at(0);
   auto start = std::chrono::steady_clock::now();
