@@ -381,6 +381,14 @@ private:
         not_modelled(s, "an initialised local array");
       return;
     }
+    if (vector_fields(type)) { // float4 q = v[i]: a local buffer of its fields
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
+      if (var->hasInit())
+        initialise_vector(var, on);
+      return;
+    }
     if (!var->hasInit()) {
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
@@ -419,6 +427,8 @@ private:
       return array->getSize().getSExtValue() * scalars_in(array->getElementType(), where);
     if (type->isScalarType() || is_sixteen_bit(type))
       return 1;
+    if (int fields = vector_fields(type))
+      return fields;
     throw NotModelled{where, fmt::format("values of type '{}' at {} are "
                                          "not modelled",
                                          type.getAsString(), where.str())};
@@ -541,6 +551,12 @@ private:
     if (is_sixteen_bit(e->getType()))
       if (auto values = sixteen_bit_value(e, on))
         return *values;
+    if (const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(e);
+        op && op->getOperator() == clang::OO_Equal && op->getNumArgs() == 2)
+      if (int fields = vector_fields(op->getArg(0)->getType())) {
+        assign_vector(place(op->getArg(0), on), op->getArg(1), fields, on);
+        return Values(on.size()); // the assignment's value, never read as one
+      }
     if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
       return eval_call(call, on);
     if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e))
@@ -670,6 +686,14 @@ private:
           v[t] = convert(v[t], sub->getType(), cast->getType(), cast);
       return v;
     }
+    case clang::CK_BitCast:
+      // reinterpret_cast<const float4 *>(x): a vector view of the same
+      // scalars; the pointer is unchanged (offsets count scalars).
+      if (cast->getType()->isPointerType() && sub->getType()->isPointerType() &&
+          scalar_of(cast->getType()->getPointeeType()) ==
+              scalar_of(sub->getType()->getPointeeType()))
+        return eval(sub, on);
+      [[fallthrough]];
     default:
       not_modelled(cast, fmt::format("the conversion '{}' ({})", text_of(cast),
                                      cast->getCastKindName()));
@@ -764,11 +788,14 @@ private:
                                         "index)",
                                         text_of(e)));
           out[t] = {nullptr, p.buffer, p.offset + index[t].i * stride};
+          check_aligned(out[t], subscript->getType(), e);
         }
       return out;
     }
     if (const auto *choice = llvm::dyn_cast<clang::ConditionalOperator>(e))
       return chosen_place(choice, on);
+    if (const auto *member = llvm::dyn_cast<clang::MemberExpr>(e))
+      return field_place(member, on);
     if (const auto *unary = llvm::dyn_cast<clang::UnaryOperator>(e);
         unary && unary->getOpcode() == clang::UO_Deref) {
       Values p = eval(unary->getSubExpr(), on);
@@ -777,11 +804,144 @@ private:
           if (p[t].kind != Value::Kind::Pointer)
             not_modelled(e, fmt::format("the access '{}'", text_of(e)));
           out[t] = {nullptr, p[t].buffer, p[t].offset};
+          check_aligned(out[t], e->getType(), e);
         }
       return out;
     }
     not_modelled(e, fmt::format("the assignment target '{}' ({})", text_of(e),
                                 e->getStmtClassName()));
+  }
+
+  // float2, float4, __half2, any struct of fields of one real type: their
+  // fields are consecutive scalars (of a buffer, or of a local one).
+  int vector_fields(clang::QualType type) const {
+    const auto *record = type.getCanonicalType()->getAsRecordDecl();
+    if (!record || is_sixteen_bit(type) || !record->getDefinition())
+      return 0;
+    if (const auto *cxx = llvm::dyn_cast<clang::CXXRecordDecl>(record);
+        cxx && (cxx->getNumBases() > 0 || cxx->isPolymorphic()))
+      return 0;
+    std::optional<clang::QualType> element;
+    int fields = 0;
+    for (const clang::FieldDecl *field : record->fields()) {
+      clang::QualType type = field->getType().getCanonicalType();
+      if (!(type->isRealFloatingType() || is_sixteen_bit(type)) || field->isBitField() ||
+          (element && *element != type))
+        return 0;
+      element = type;
+      ++fields;
+    }
+    return fields;
+  }
+
+  // The scalar element type a pointer's pointee is made of.
+  clang::QualType scalar_of(clang::QualType type) const {
+    type = type.getCanonicalType().getUnqualifiedType();
+    if (vector_fields(type))
+      return (*type->getAsRecordDecl()->field_begin())
+          ->getType()
+          .getCanonicalType()
+          .getUnqualifiedType();
+    return type;
+  }
+
+  std::vector<Place> field_place(const clang::MemberExpr *member, const Mask &on) {
+    const auto *field = llvm::dyn_cast<clang::FieldDecl>(member->getMemberDecl());
+    clang::QualType record = member->getBase()->getType();
+    if (member->isArrow())
+      record = record->getPointeeType();
+    if (!field || !vector_fields(record))
+      not_modelled(member, fmt::format("the member access '{}'", text_of(member)));
+    std::vector<Place> base(on.size());
+    if (member->isArrow()) {
+      Values p = eval(member->getBase(), on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          base[t] = {nullptr, pointer_at(p[t], member).buffer, p[t].offset};
+      if (member->isArrow())
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t])
+            check_aligned(base[t], record, member);
+    } else {
+      base = place(member->getBase(), on);
+    }
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        if (base[t].var)
+          not_modelled(member, fmt::format("the member access '{}'", text_of(member)));
+        base[t].offset += field->getFieldIndex();
+      }
+    return base;
+  }
+
+  // A vector of n scalars is read at a multiple of n (its alignment, the
+  // buffer's start being aligned); elsewhere the hardware faults.
+  void check_aligned(const Place &p, clang::QualType type, const clang::Expr *e) const {
+    int fields = vector_fields(type);
+    if (fields > 1 && p.offset % fields != 0)
+      not_modelled(e, fmt::format("the vector access '{}' at element {} of {}, not a "
+                                  "multiple of {} (misaligned)",
+                                  text_of(e), p.offset, buffers_[p.buffer].name, fields));
+  }
+
+  const Value &pointer_at(const Value &p, const clang::Stmt *at) const {
+    if (p.kind != Value::Kind::Pointer)
+      not_modelled(at, fmt::format("the access '{}'", text_of(at)));
+    return p;
+  }
+
+  // Copies a vector struct field by field, each a checked read and write.
+  void copy_vector(const std::vector<Place> &to, const std::vector<Place> &from,
+                   int fields, const Mask &on, const clang::Expr *e) {
+    for (int k = 0; k < fields; ++k) {
+      auto shifted = [&](std::vector<Place> places) {
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t]) {
+            if (places[t].var)
+              not_modelled(e, fmt::format("the struct copy '{}'", text_of(e)));
+            places[t].offset += k;
+          }
+        return places;
+      };
+      store(shifted(to), load_places(shifted(from), on, e), on, e);
+    }
+  }
+
+  // The places of a vector struct's value: an lvalue's own (a copy), or
+  // the fields of an initialiser list stored into `to`.
+  void assign_vector(const std::vector<Place> &to, const clang::Expr *from, int fields,
+                     const Mask &on) {
+    from = from->IgnoreImplicit();
+    if (const auto *list = llvm::dyn_cast<clang::InitListExpr>(from)) {
+      if (static_cast<int>(list->getNumInits()) != fields)
+        not_modelled(from, fmt::format("the initialiser '{}'", text_of(from)));
+      for (int k = 0; k < fields; ++k) {
+        std::vector<Place> field = to;
+        for (std::size_t t = 0; t < on.size(); ++t)
+          field[t].offset += k;
+        store(field, eval(list->getInit(k), on), on, from);
+      }
+      return;
+    }
+    if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(from);
+        construct && construct->getNumArgs() == 1 &&
+        construct->getConstructor()->isCopyOrMoveConstructor())
+      from = construct->getArg(0)->IgnoreImplicit();
+    if (!from->isGLValue())
+      not_modelled(from, fmt::format("the struct value '{}'", text_of(from)));
+    copy_vector(to, place(from, on), fields, on, from);
+  }
+
+  void initialise_vector(const clang::VarDecl *var, const Mask &on) {
+    if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(var->getInit());
+        construct && construct->getNumArgs() == 0 &&
+        construct->getConstructor()->isTrivial())
+      return; // float4 r;: its fields stay unassigned
+    std::vector<Place> to(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        to[t] = {nullptr, threads_[t].locals.at(var), 0};
+    assign_vector(to, var->getInit(), vector_fields(var->getType()), on);
   }
 
   // `c ? a : b` as an lvalue, on a concrete c.
@@ -820,7 +980,11 @@ private:
             llvm::dyn_cast<clang::ConditionalOperator>(e->IgnoreParens()))
       return eval_conditional(choice, on); // its arms' values, chosen
 
-    auto places = place(e, on);
+    return load_places(place(e, on), on, e);
+  }
+
+  Values load_places(const std::vector<Place> &places, const Mask &on,
+                     const clang::Expr *e) {
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (!on[t])

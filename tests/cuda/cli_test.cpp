@@ -34,7 +34,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "shuffle_lanes.cu", "relu_branch.cu", "warp_sum_syncwarp.cu",
                       "atomic_sum.cu", "causal_softmax.cu", "rms_norm_partial_warp.cu",
                       "included_helper.cu", "relu_undeclared_branches.cu",
-                      "ternary_assigns.cu", "shift_right_unsigned.cu"));
+                      "ternary_assigns.cu", "shift_right_unsigned.cu",
+                      "bias_gelu_vectorised.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -248,4 +249,15 @@ TEST(CudaCli, ARegisterOneBranchSideLeavesUndefinedIsNeverProved) {
   EXPECT_TRUE(has(r.out, "depends on the unmodelled value 'undefined v' from "
                          "tests/cuda/kernels/relu_one_sided_branch.cu:12:5"))
       << r.out;
+}
+
+TEST(CudaCli, VectorisedLanesPairedWronglyAreRefutedAtTheVectorStore) {
+  auto r = run_cli({"check", kernel("bias_gelu_vectorised_swapped_lanes.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/bias_gelu_vectorised_swapped_lanes.cu:24:44: "
+                  "error: the value kernel 'bias_gelu4' writes here into out[0,1] "
+                  "differs from the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "    bias[1] = 1\n")) << r.out;
 }

@@ -183,7 +183,7 @@ TEST_P(CudaUnmodelled, StopsTheLiftAtItsLine) {
   std::string path = dir + "unmodelled_" + GetParam().name + ".cu";
   std::ofstream(path) << "#include <cuda_runtime.h>\n"
                          "#include <cooperative_groups.h>\n"
-                         "struct Pair { float a, b; };\n"
+                         "struct Mixed { float a; int b; };\n"
                          "__device__ float twice(float &v) { return v *= 2.0f; }\n"
                          "// shardproof: launch k grid=(1) block=(32)\n"
                          "// shardproof: arg x = float32[32]\n"
@@ -206,10 +206,13 @@ INSTANTIATE_TEST_SUITE_P(
     Constructs, CudaUnmodelled,
     ::testing::Values(
         Unmodelled{"switch", "switch (t) { default: out[t] = x[t]; }", "(SwitchStmt)"},
-        Unmodelled{"vector_load",
-                   "out[t] = reinterpret_cast<const float4 *>(x)[t / 4].x;",
-                   "the assignment target 'reinterpret_cast<const float4 *>(x)[t / 4].x' "
-                   "(MemberExpr)"},
+        Unmodelled{
+            "misaligned_vector_load",
+            "out[t] = reinterpret_cast<const float4 *>(x + 1)[0].x;",
+            "the vector access 'reinterpret_cast<const float4 *>(x + 1)[0]' at element "
+            "1 of x, not a multiple of 4 (misaligned)"},
+        Unmodelled{"reinterpreted_bits", "out[t] = reinterpret_cast<const int *>(x)[t];",
+                   "the conversion 'reinterpret_cast<const int *>(x)' (BitCast)"},
         Unmodelled{"lambda", "auto f = [&](int i) { return x[i]; }; out[t] = f(t);",
                    "(LambdaExpr)"},
         Unmodelled{"cooperative_groups",
@@ -217,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
                    "the call 'cooperative_groups::this_thread_block().sync()'"},
         Unmodelled{"reference_parameter", "float v = x[t]; out[t] = twice(v);",
                    "the reference parameter 'v' of 'twice'"},
-        Unmodelled{"struct_value", "Pair p; p.a = x[t]; out[t] = p.a;",
+        Unmodelled{"mixed_struct", "Mixed m; m.a = x[t]; out[t] = m.a;",
                    "(CXXConstructExpr)"},
         Unmodelled{
             "float_equality", "out[t] = x[t] == 0.0f ? 0.0f : x[t];",
