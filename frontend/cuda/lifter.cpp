@@ -6,6 +6,8 @@
 // reals. Memory accesses are bounds-checked and checked for conflicts within
 // a phase (a race). Anything not modelled stops the lift with its line.
 #include "frontend/cuda/cuda_file.h"
+#include "frontend/cuda/memory.h"
+#include "frontend/cuda/warp.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
@@ -40,46 +42,6 @@ struct NotModelled {
 // Stops the lift: a finding was recorded.
 struct FindingRecorded {};
 
-struct Value {
-  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool };
-  Kind kind = Kind::Undef;
-  std::int64_t i = 0;   // Int (and concrete booleans)
-  TermId term = 0;      // Float; SymBool (a comparison term)
-  bool negated = false; // SymBool: the comparison's negation
-  int buffer = -1;      // Pointer
-  std::int64_t offset = 0;
-
-  static Value integer(std::int64_t v) { return {Kind::Int, v}; }
-  static Value real(TermId t) { return {Kind::Float, 0, t}; }
-  static Value pointer(int buffer, std::int64_t offset) {
-    return {Kind::Pointer, 0, 0, false, buffer, offset};
-  }
-};
-
-enum class Space { Global, Shared, Local };
-
-// One access of a memory element, with what orders it against others: the
-// block's barrier phase and, within a phase, the warp's __syncwarp phase.
-struct Access {
-  int block = -1, thread = -1, phase = -1, warp = -1, warp_phase = -1;
-  bool atomic = false;
-  ir::SourceLoc loc;
-  ThreadId id; // for reports
-};
-
-struct Buffer {
-  std::string name;
-  Space space = Space::Global;
-  std::vector<Value> cells;
-  std::vector<std::optional<Access>> last_write;
-  // Reads since the element's block phase began, in time order (one per
-  // thread in a row), and one read of an earlier block: enough to find a
-  // read that a later write conflicts with.
-  std::vector<std::vector<Access>> reads;
-  std::vector<std::optional<Access>> earlier_block_read;
-  std::vector<std::optional<ElementWrite>> writes;
-};
-
 enum class Flow : std::uint8_t { Running, Returned, Broken, Continued };
 
 struct Frame {
@@ -99,7 +61,6 @@ struct Thread {
 using Mask = std::vector<char>;
 using Values = std::vector<Value>;
 
-constexpr int kWarpSize = 32;
 // Expression evaluations times the threads of the block: a launch that
 // needs more is "could not prove" (an endless loop must not hang a check).
 constexpr std::int64_t kMaxSteps = 100'000'000;
@@ -1100,51 +1061,14 @@ private:
                                     : "local";
   }
 
-  // Whether `a` happens before `b` whatever the scheduling: program order,
-  // a barrier between, or a __syncwarp between two threads of one warp.
-  static bool ordered(const Access &a, const Access &b) {
-    if (a.block != b.block)
-      return false;
-    if (a.thread == b.thread || a.phase != b.phase)
-      return true;
-    return a.warp == b.warp && a.warp_phase != b.warp_phase;
-  }
-
-  // Two accesses of one element by different threads, one a write, neither
-  // ordered before the other (threads of other blocks: never ordered), and
-  // not both atomic: a race.
+  // A race of this access with an earlier one is a finding.
   void check_conflict(Buffer &buffer, std::int64_t i, int t, bool write, bool atomic,
                       const clang::Expr *e) {
     Access now{
         block_serial_, t,      phase_,      t / kWarpSize, warp_phase_[t / kWarpSize],
         atomic,        loc(e), thread_id(t)};
-    auto conflicts = [&](const Access &a, bool a_write) {
-      return (a_write || write) && !(a.atomic && atomic) && !ordered(a, now);
-    };
-    if (const auto &last = buffer.last_write[i]; last && conflicts(*last, true))
-      report_race(buffer, i, now, write, *last, true);
-    auto &reads = buffer.reads[i];
-    if (!reads.empty() &&
-        (reads.front().block != now.block || reads.front().phase != now.phase)) {
-      for (const Access &r : reads)
-        if (r.block != now.block)
-          buffer.earlier_block_read[i] = r;
-      std::erase_if(reads, [&](const Access &r) {
-        return r.block != now.block || r.phase != now.phase;
-      });
-    }
-    if (write) {
-      if (const auto &earlier = buffer.earlier_block_read[i];
-          earlier && conflicts(*earlier, false))
-        report_race(buffer, i, now, write, *earlier, false);
-      for (const Access &r : reads)
-        if (conflicts(r, false))
-          report_race(buffer, i, now, write, r, false);
-      buffer.last_write[i] = now;
-    } else if (reads.empty() || reads.back().thread != now.thread ||
-               reads.back().warp_phase != now.warp_phase) {
-      reads.push_back(now);
-    }
+    if (auto race = record_access(buffer, i, now, write))
+      report_race(buffer, i, now, write, race->other, race->other_write);
   }
 
   [[noreturn]] void report_race(const Buffer &buffer, std::int64_t i, const Access &now,
@@ -1529,8 +1453,8 @@ private:
     if (name == "__builtin_inff" || name == "__builtin_inf" ||
         name == "__builtin_huge_valf")
       return fill(on, Value::real(store_.extended(terms::Extended::PosInf))); // INFINITY
-    if (name.starts_with("__shfl"))
-      return shuffle(call, name, on);
+    if (auto kind = shuffle_kind(name))
+      return shuffle(call, name, *kind, on);
     if (name == "atomicAdd")
       return atomic_add(call, on);
     if (auto fn = intrinsic(name, call))
@@ -1738,7 +1662,8 @@ private:
 
   // __shfl_sync, __shfl_xor_sync, __shfl_down_sync, __shfl_up_sync: the
   // value of another lane of the warp, within segments of `width` lanes.
-  Values shuffle(const clang::CallExpr *call, const std::string &name, const Mask &on) {
+  Values shuffle(const clang::CallExpr *call, const std::string &name, Shuffle kind,
+                 const Mask &on) {
     if (call->getNumArgs() < 3)
       not_modelled(call, fmt::format("'{}' with {} arguments", name, call->getNumArgs()));
     Values member_mask = eval(call->getArg(0), on);
@@ -1753,25 +1678,12 @@ private:
       if (!threads_[t].guards.empty())
         not_modelled(call, "a shuffle under a data-dependent condition");
       std::int64_t w = integer(width[t], call), arg = integer(lane_arg[t], call);
-      if (w < 1 || w > kWarpSize || (w & (w - 1)) != 0)
-        not_modelled(call, fmt::format("a shuffle width of {}", w));
-      std::int64_t lane = static_cast<std::int64_t>(t) % kWarpSize;
+      if (!shuffle_modelled(kind, arg, w))
+        not_modelled(call,
+                     fmt::format("'{}' with argument {} and width {}", name, arg, w));
+      int lane = static_cast<int>(t) % kWarpSize;
       std::int64_t warp_base = static_cast<std::int64_t>(t) - lane;
-      std::int64_t segment = lane - lane % w, src = lane;
-      if (name == "__shfl_xor_sync")
-        src = lane ^ arg;
-      else if (name == "__shfl_down_sync")
-        src = lane + arg;
-      else if (name == "__shfl_up_sync")
-        src = lane - arg;
-      else if (name == "__shfl_sync")
-        src = segment + ((arg % w) + w) % w;
-      else
-        not_modelled(call, fmt::format("the shuffle '{}'", name));
-      // A lane of a later segment (or, shuffling up, an earlier one): the
-      // caller's own value, as CUDA defines it.
-      if (src >= segment + w || (name == "__shfl_up_sync" && src < segment))
-        src = lane;
+      int src = shuffle_source(kind, lane, arg, static_cast<int>(w));
       std::int64_t source = warp_base + src;
       std::uint64_t members = static_cast<std::uint64_t>(integer(member_mask[t], call));
       if (!((members >> lane) & 1))
@@ -1779,7 +1691,7 @@ private:
                                        thread_id(static_cast<int>(t)).str()));
       // A lane that does not take part (inactive, outside the block, not in
       // the mask) gives an undefined value: using it is not modelled.
-      bool defined = ((members >> src) & 1) &&
+      bool defined = ((members >> src) & 1) && source >= 0 &&
                      source < static_cast<std::int64_t>(on.size()) && on[source];
       out[t] = defined ? var[source] : Value{};
     }
