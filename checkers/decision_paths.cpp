@@ -1,5 +1,6 @@
 #include "checkers/decision_paths.h"
 
+#include "models/terms/normal_form.h"
 #include "models/terms/witness.h"
 
 #include <algorithm>
@@ -69,11 +70,15 @@ prover::Verdict prove_coverage(terms::TermStore &store,
                                const std::vector<PathDecisions> &paths,
                                prover::Prover &prover, prover::Prover &search) {
   auto decisions = over_first_reference(store, paths);
+  // Keyed by canonical form: a rank's linked value (a sum of partial sums)
+  // is the same free real as the reference's equal one.
+  terms::Normalizer normalizer(store);
   std::map<TermId, TermId> free_reals;
   auto abstracted = [&](TermId value) {
     if (store.is_concrete(value))
       return value;
-    auto [it, fresh] = free_reals.try_emplace(value, 0);
+    auto [it, fresh] =
+        free_reals.try_emplace(normalizer.normalize(value).value_or(value), 0);
     if (fresh)
       it->second = store.var("compared#" + std::to_string(free_reals.size()),
                              terms::VarKind::Reference);

@@ -2,7 +2,9 @@
 // a missing reduction or a wrong scale): after backward and finalize_grads,
 // every parameter holds its share of the reference gradient and every input
 // its gradient, for all inputs and weights; after the entry's optimizer step,
-// every parameter holds its share of the reference's updated parameter.
+// every parameter holds its share of the reference's updated parameter; the
+// gradient norm an entry computes for clipping is the reference's on every
+// rank (a wrong one rescales every step, differently per rank).
 #include "checkers/check.h"
 #include "checkers/check_factories.h"
 #include "checkers/value_check.h"
@@ -31,11 +33,34 @@ public:
 
   void run(CheckContext &context) override {
     for (const ir::Output &out : context.program.reference().outputs)
-      if (out.role != ir::Output::Role::Forward)
+      if (out.role == ir::Output::Role::GradientNorm)
+        check_gradient_norm(context, out);
+      else if (out.role != ir::Output::Role::Forward)
         check_gradient(context, out);
   }
 
 private:
+  void check_gradient_norm(CheckContext &context, const ir::Output &ref_out) {
+    const std::string subject = "the gradient norm";
+    auto value = gather(context, ref_out, RuleCode::GradientMismatch, subject,
+                        all_ranks(context.program));
+    if (!value)
+      return;
+    const ir::Output *rank0 = find_output(context.program.rank(0), ref_out.path);
+    ValueObligation ob;
+    ob.name = "grad_norm: the norm is replicated";
+    ob.subject = subject;
+    ob.element_prefix = ref_out.path;
+    ob.role = ref_out.role;
+    ob.home_node = rank0->node;
+    ob.loc = context.program.rank(0).node(rank0->node).loc;
+    ob.loc_note = "rank 0's gradient norm is computed here";
+    ob.layout = Layout{Layout::Kind::Replicated};
+    ob.must_agree = true;
+    ob.value = std::move(*value);
+    check_value(context, ob);
+  }
+
   void check_gradient(CheckContext &context, const ir::Output &ref_out) {
     const bool stepped = ref_out.role == ir::Output::Role::ParameterAfterStep;
     const bool parameter = stepped || ref_out.role == ir::Output::Role::ParameterGrad;
@@ -83,7 +108,7 @@ private:
                                ? Layout::Over::TensorParallel
                                : Layout::Over::World,
                            leaf->partition_dim, leaf->partition_stride};
-      ob.replicated_parameter = !sharded;
+      ob.must_agree = !sharded;
       // A gradient is reported where its parameter is made; a stepped
       // parameter where the step last wrote it.
       if (leaf && !leaf->loc.file.empty() && !stepped) {

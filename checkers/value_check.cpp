@@ -128,15 +128,20 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
   partial = partial && !misreduced;
   bool scaled = divergence && divergence->layout.kind == Kind::Scaled;
 
-  if (ob.replicated_parameter && ranks_disagree(store, ob.value, seeds.replicas))
+  if (ob.must_agree && ranks_disagree(store, ob.value, seeds.replicas)) {
+    const bool norm = ob.role == ir::Output::Role::GradientNorm;
     return {RuleCode::ReplicaDivergence,
-            fmt::format("{} differs across ranks although the parameter is "
-                        "replicated{}: the replicas will drift apart",
-                        ob.subject,
+            fmt::format("{} differs across ranks although {}{}: {}", ob.subject,
+                        norm ? "every rank must clip by the same norm"
+                             : "the parameter is replicated",
                         partial ? fmt::format(" ({} is a partial sum that no rank "
                                               "reduces)",
                                               computed_here(*divergence))
-                                : "")};
+                                : "",
+                        norm ? "each rank scales its gradients by its own coefficient, "
+                               "so the replicas drift apart"
+                             : "the replicas will drift apart")};
+  }
   if (partial)
     return {RuleCode::MissingReduction,
             fmt::format("{} is {} and reaches {} without a reduction",

@@ -18,12 +18,12 @@ struct ValueObligation {
   std::string element_prefix; // names elements: "out", "grad(w)"
   ir::Output::Role role = ir::Output::Role::Forward;
   DistributedValue value;
-  Layout layout;                     // what the value must be
-  ir::SourceLoc loc;                 // where rank 0 returns it, or the parameter is made
-  std::string loc_note;              // what happens at loc, for the finding's note
-  int home_rank = 0;                 // the first rank holding the value:
-  ir::NodeId home_node = 0;          // localisation starts at its node
-  bool replicated_parameter = false; // its ranks' values must all agree
+  Layout layout;            // what the value must be
+  ir::SourceLoc loc;        // where rank 0 returns it, or the parameter is made
+  std::string loc_note;     // what happens at loc, for the finding's note
+  int home_rank = 0;        // the first rank holding the value:
+  ir::NodeId home_node = 0; // localisation starts at its node
+  bool must_agree = false;  // its ranks' values must all agree
 };
 
 // Proves `eq`, first with every proved value abstracted (see lemmas.h; an

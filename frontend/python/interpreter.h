@@ -34,6 +34,9 @@ struct RankRun {
   ir::KnownCollectives known_collectives;
   // The path whose witness makes value-dependent decisions (TraceOptions).
   std::optional<terms::Witness> witness;
+  // The witness values of collective results an earlier pass linked (by
+  // placeholder name): decisions on them are made as on any other value.
+  terms::KnownPlaceholderValues known_placeholders;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

@@ -2,6 +2,7 @@
 
 #include "frontend/python/interpreter.h"
 #include "models/ir/linker.h"
+#include "models/terms/evaluate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -27,6 +28,13 @@ std::map<std::string, std::string> run_environment(const Target &target, int wor
   return environment;
 }
 
+// What an earlier pass learnt of a rank's collective results: those linked to
+// constants, and the values at the path's witness of the others.
+struct KnownResults {
+  ir::KnownCollectives constants;
+  terms::KnownPlaceholderValues at_witness;
+};
+
 // Traces one run, keeping the first failure of the whole target.
 class RankTracer {
 public:
@@ -36,7 +44,7 @@ public:
         environment_(run_environment(target, options.world)) {}
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
-                  const ir::KnownCollectives &known) {
+                  const KnownResults &known) {
     RankRun run{target_.path,
                 target_.function,
                 world,
@@ -44,8 +52,9 @@ public:
                 options_.time_limit,
                 environment_,
                 options_.python_path,
-                known,
-                options_.witness};
+                known.constants,
+                options_.witness,
+                known.at_witness};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -59,14 +68,39 @@ private:
   std::map<std::string, std::string> environment_;
 };
 
+// Records that `call`'s result (or one element of it) is `value` under
+// `key`; false when a pass already ran with another value, which `failure`
+// then says.
+template <typename Known, typename Same>
+bool learn(Known &known, const typename Known::key_type &key,
+           typename Known::mapped_type value, const ir::Collective &call, Same same,
+           bool &learned, std::optional<TraceFailure> &failure) {
+  auto [it, fresh] = known.try_emplace(key, value);
+  learned = learned || fresh;
+  if (fresh || same(it->second, value))
+    return true;
+  failure = TraceFailure{
+      TraceFailure::Kind::Unsupported, call.loc,
+      fmt::format("collective #{} on group {} linked to other values when the "
+                  "ranks were traced again with its result known",
+                  call.sequence, call.group)};
+  return false;
+}
+
 // Links the ranks' partial traces of one pass and records, in `known`, the
-// collective results that link to constants. False when a result the pass
-// already ran with links to other values now (then `failure` says so).
+// collective results that link to constants and, on a path, the values at its
+// witness of the others. False when a result the pass already ran with links
+// to other values now (then `failure` says so).
 bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &ranks,
-                         std::vector<ir::KnownCollectives> &known, bool &learned,
+                         const std::optional<terms::Witness> &witness,
+                         std::vector<KnownResults> &known, bool &learned,
                          std::optional<TraceFailure> &failure) {
   ir::Trace reference; // linking ranks to each other needs none
   ir::LinkedProgram program(store, reference, ranks);
+  terms::WitnessNames names; // every rank's: a result reads other ranks' values
+  for (const ir::Trace &rank : ranks)
+    names.insert(rank.witness_names.begin(), rank.witness_names.end());
+  const terms::KnownPlaceholderValues none;
   for (std::size_t r = 0; r < ranks.size(); ++r)
     for (const ir::Collective &call : ranks[r].collectives) {
       // Known results are keyed by group and sequence, which a group's
@@ -77,22 +111,21 @@ bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
       std::vector<terms::TermId> linked =
           program.linked(static_cast<int>(r), call.outputs);
       auto key = std::make_pair(call.group, call.sequence);
-      if (auto it = known[r].find(key); it != known[r].end()) {
-        if (it->second != linked) {
-          failure = TraceFailure{
-              TraceFailure::Kind::Unsupported, call.loc,
-              fmt::format("collective #{} on group {} linked to other values when the "
-                          "ranks were traced again with its result known",
-                          call.sequence, call.group)};
+      if (known[r].constants.contains(key) ||
+          std::all_of(linked.begin(), linked.end(),
+                      [&](terms::TermId t) { return store.is_const(t); })) {
+        if (!learn(known[r].constants, key, linked, call, std::equal_to<>(), learned,
+                   failure))
           return false;
-        }
         continue;
       }
-      if (std::all_of(linked.begin(), linked.end(),
-                      [&](terms::TermId t) { return store.is_const(t); })) {
-        known[r][key] = std::move(linked);
-        learned = true;
-      }
+      auto values = witness
+                        ? terms::values_at_witness(store, linked, *witness, names, none)
+                        : std::nullopt;
+      for (std::size_t i = 0; values && i < linked.size(); ++i)
+        if (!learn(known[r].at_witness, store.variable(call.outputs[i]).name,
+                   (*values)[i], call, terms::nearly_equal, learned, failure))
+          return false;
     }
   return true;
 }
@@ -100,15 +133,17 @@ bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
 // Traces every rank, in passes: a rank whose code turns a collective's result
 // into a Python number (token counts that size an all-to-all) stops at a
 // placeholder, since results exist only once the ranks are linked. When the
-// ranks' partial traces link some collectives to constants, the ranks are
-// traced again with those results known, until they all finish or a pass
-// learns nothing. The last pass is checked: linking its collectives must give
-// the constants it ran with, or the traces are not trusted.
+// ranks' partial traces link some collectives to constants (or, on a path,
+// to values at its witness that a decision reads), the ranks are traced again
+// with those results known, until they all finish or a pass learns nothing.
+// The last pass is checked: linking its collectives must give the values it
+// ran with, or the traces are not trusted.
 std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
+                                   const std::optional<terms::Witness> &witness,
                                    std::optional<TraceFailure> &failure,
                                    RankTracer &trace_rank) {
   constexpr int kMaxPasses = 8;
-  std::vector<ir::KnownCollectives> known(static_cast<std::size_t>(world));
+  std::vector<KnownResults> known(static_cast<std::size_t>(world));
   for (int pass = 1;; ++pass) {
     failure.reset();
     std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
@@ -117,8 +152,8 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
     if (!failure && pass == 1)
       return ranks; // nothing ran with known results: nothing to check
     bool learned = false;
-    if (!learn_known_results(store, ranks, known, learned, failure) || !failure ||
-        failure->kind != TraceFailure::Kind::Unsupported || !learned ||
+    if (!learn_known_results(store, ranks, witness, known, learned, failure) ||
+        !failure || failure->kind != TraceFailure::Kind::Unsupported || !learned ||
         pass == kMaxPasses)
       return ranks;
   }
@@ -184,7 +219,8 @@ TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &targe
   RankTracer tracer(store, target, options, program.failure);
   tracer(1, 0, terms::VarKind::Reference, program.reference, {});
   if (!program.failure)
-    program.ranks = trace_ranks(store, options.world, program.failure, tracer);
+    program.ranks =
+        trace_ranks(store, options.world, options.witness, program.failure, tracer);
   if (!target.environment.empty()) // a recipe that builds a framework tree
     mark_harness(program, target.path);
   program.sources = read_sources(program);

@@ -229,32 +229,15 @@ PyObject *term_pow(PyObject *a, PyObject *b, PyObject *) {
 // ---- value-dependent decisions (models/terms/witness.h) ------------------
 
 // The values of `terms` at the path's witness; nullopt when there is no path
-// or a term reads a value that has none there (a collective's result not yet
-// linked, an unmodelled value).
+// or a term reads a value that has none there (a collective's result no
+// earlier pass linked, an unmodelled value).
 std::optional<std::vector<double>> witness_values(std::span<const TermId> roots) {
   if (!g_context->witness)
     return std::nullopt;
-  for (TermId v : terms::variables_of(store(), roots)) {
-    auto kind = store().variable(v).kind;
-    if (kind == terms::VarKind::Placeholder || kind == terms::VarKind::Opaque)
-      return std::nullopt;
-  }
-  const terms::Witness &witness = *g_context->witness;
-  terms::DoubleEvaluator eval(store(), [&witness](TermId v) {
-    auto named = g_context->witness_names.find(v);
-    return witness.value(named != g_context->witness_names.end()
-                             ? std::string_view(named->second)
-                             : std::string_view(store().variable(v).name));
-  });
-  std::vector<double> out;
-  out.reserve(roots.size());
-  for (TermId t : roots) {
-    auto value = eval(t);
-    if (!value || std::isnan(*value))
-      return std::nullopt;
-    out.push_back(*value);
-  }
-  return out;
+  static const terms::KnownPlaceholderValues kNone;
+  return terms::values_at_witness(
+      store(), roots, *g_context->witness, g_context->trace->witness_names,
+      g_context->known_placeholders ? *g_context->known_placeholders : kNone);
 }
 
 // Where a truth value was asked for: the analysed code's line, as the
@@ -649,7 +632,7 @@ void name_shard_for_witness(const ir::Leaf &leaf) {
     std::size_t at = ir::shard_to_reference_index(leaf.shape, leaf.partition_dim,
                                                   leaf.partition_stride, leaf.shard_index,
                                                   leaf.shard_count, i);
-    g_context->witness_names[leaf.elements[i]] = leaf.name + ir::index_str(full, at);
+    trace().witness_names[leaf.elements[i]] = leaf.name + ir::index_str(full, at);
   }
 }
 
@@ -833,6 +816,7 @@ PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
   out.role = r == "param-grad"   ? ir::Output::Role::ParameterGrad
              : r == "input-grad" ? ir::Output::Role::InputGrad
              : r == "param-step" ? ir::Output::Role::ParameterAfterStep
+             : r == "grad-norm"  ? ir::Output::Role::GradientNorm
                                  : ir::Output::Role::Forward;
   out.subject = subject;
   out.path = path;

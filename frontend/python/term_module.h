@@ -25,9 +25,8 @@ struct RecordingContext {
   // The path's witness (models/terms/witness.h) at which value-dependent
   // decisions are made; none: such decisions stop the run.
   std::optional<terms::Witness> witness;
-  // The witness name of a rank's parameter element: the reference element
-  // it holds (its own name is its place in the shard).
-  std::unordered_map<terms::TermId, std::string> witness_names;
+  // The witness values of collective results an earlier pass linked.
+  const terms::KnownPlaceholderValues *known_placeholders = nullptr;
 };
 
 void set_recording_context(RecordingContext *context);

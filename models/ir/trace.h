@@ -5,6 +5,7 @@
 #pragma once
 
 #include "models/terms/term_store.h"
+#include "models/terms/witness.h"
 
 #include <cstdint>
 #include <map>
@@ -129,8 +130,9 @@ struct Output {
   // finalize_grads, of a parameter (subject: its qualified name) or of an
   // input (subject: "input<k>").
   // ParameterAfterStep: a parameter's values after the entry's optimizer
-  // step (subject: its qualified name).
-  enum class Role { Forward, ParameterGrad, InputGrad, ParameterAfterStep };
+  // step (subject: its qualified name). GradientNorm: the one-element norm
+  // the entry's grad_norm computed for clipping.
+  enum class Role { Forward, ParameterGrad, InputGrad, ParameterAfterStep, GradientNorm };
   Role role = Role::Forward;
   std::string subject;
   std::string path; // "out", "out[1]", "out['logits']", "grad(fc1.weight)"
@@ -184,6 +186,9 @@ struct Trace {
   std::vector<Output> outputs;
   std::vector<ModuleCall> module_calls;
   std::vector<PathCondition> path; // in the order the decisions were made
+  // How the witness values this run's variables that are not named as the
+  // reference's (a shard element: the reference element it holds).
+  terms::WitnessNames witness_names;
 
   NodeId add_node(Node node);
   const Node &node(NodeId id) const { return nodes.at(id); }

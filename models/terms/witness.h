@@ -8,10 +8,16 @@
 // found there is a real one.
 #pragma once
 
+#include "models/terms/term_store.h"
+
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace shardproof::terms {
 
@@ -30,5 +36,20 @@ struct Witness {
     return it != values.end() ? it->second : witness_value(seed, name);
   }
 };
+
+// A variable's name at the witness where it is not its own (a rank's shard
+// element takes the reference element it holds).
+using WitnessNames = std::unordered_map<TermId, std::string>;
+// The values at the witness of collective results, by placeholder name, that
+// an earlier tracing pass linked: a result has no value of its own.
+using KnownPlaceholderValues = std::map<std::string, double, std::less<>>;
+
+// The values of `roots` at `witness`; nullopt when one reads a value that
+// has none there (an unmodelled value, a collective's result not in
+// `placeholders`) or is NaN.
+std::optional<std::vector<double>>
+values_at_witness(const TermStore &store, std::span<const TermId> roots,
+                  const Witness &witness, const WitnessNames &names,
+                  const KnownPlaceholderValues &placeholders);
 
 } // namespace shardproof::terms

@@ -47,6 +47,34 @@ TEST(Decisions, TopKRoutingIsProvedOverEveryRoutingOfTheTokens) {
       << r.out;
 }
 
+TEST(Decisions, RoutingOnAllReducedLogitsIsDecidedFromTheLinkedResult) {
+  // The ranks are traced again with the all-reduce's values at the witness
+  // known; the coverage obligation sees the linked sum of partial logits as
+  // the reference's logit.
+  auto r = run_cli({"check", "tests/e2e/decisions/reduced_router_logits.py"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (argmax): every input takes "
+                       "one of the 9 paths checked (orderings of the compared values"),
+            npos)
+      << r.out;
+}
+
+TEST(Decisions, RoutingOnLogitsReducedWithTheWrongOpIsRefutedAtTheCollective) {
+  auto r =
+      run_cli({"check",
+               "tests/e2e/decisions/reduced_router_logits.py::entry_max_instead_of_sum"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("reduced_router_logits.py:23:9: error: the value computed here "
+                       "(all_reduce) is unrelated to the reference; output 'out' differs "
+                       "from the single-device reference [SP001]"),
+            npos)
+      << r.out;
+  EXPECT_NE(r.out.find("refuted: forward: 'out' is replicated (evaluation at the path's "
+                       "witness)"),
+            npos)
+      << r.out;
+}
+
 TEST(Decisions, TooManyPathsIsCouldNotProveNamingTheBound) {
   auto r = run_cli({"check", "tests/e2e/decisions/many_routings.py"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;

@@ -40,14 +40,15 @@ def _load(path):
 
 def _unpack(result):
     """(model, inputs, loss, finalize_grads, tensor_parallel_group,
-    parameter_names, step), as shardproof reads the entry."""
+    parameter_names, step, grad_norm), as shardproof reads the entry."""
     if isinstance(result, dict):
         inputs = result["inputs"]
         extra = (result.get("loss"), result.get("finalize_grads"),
                  result.get("tensor_parallel_group"),
-                 result.get("parameter_names") or (lambda name: name), result.get("step"))
+                 result.get("parameter_names") or (lambda name: name), result.get("step"),
+                 result.get("grad_norm"))
     else:
-        (_, inputs), extra = result, (None, None, None, lambda name: name, None)
+        (_, inputs), extra = result, (None, None, None, lambda name: name, None, None)
     inputs = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
     model = result["model"] if isinstance(result, dict) else result[0]
     return (model, inputs) + extra
@@ -79,7 +80,7 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=20))
     torch.manual_seed(1234)
-    model, inputs, loss_fn, finalize_grads, tp_group, reference_name, step = \
+    model, inputs, loss_fn, finalize_grads, tp_group, reference_name, step, grad_norm = \
         _unpack(_load(path).entry())
     # Parameters by the reference's name (an expert's local name differs).
     named_parameters = [(reference_name(n), p) for n, p in model.named_parameters()]
@@ -109,14 +110,17 @@ def _rank_main(path, rank, world, port, reference_file, out_file):
     loss.backward()
     if finalize_grads:
         finalize_grads()
+    param_grads = {n: None if p.grad is None else p.grad.detach().clone()
+                   for n, p in named_parameters}
+    # The norm for clipping (which may then scale the gradients the step reads).
+    norm = torch.as_tensor(grad_norm()).detach().clone() if grad_norm else None
     # The optimizer step's parameters, compared as the gradients are.
     stepped = {}
     if step:
         step()
         stepped = {n: p.detach().clone() for n, p in named_parameters}
-    saved = {"stepped": stepped,"out": [t.detach() for t in _outputs(out)],
-             "param_grads": {n: None if p.grad is None else p.grad.detach().clone()
-                             for n, p in named_parameters},
+    saved = {"stepped": stepped, "out": [t.detach() for t in _outputs(out)],
+             "param_grads": param_grads, "grad_norm": norm,
              "param_attrs": {n: (getattr(p, "partition_dim", -1),
                                  getattr(p, "partition_stride", 1))
                              for n, p in named_parameters},
@@ -193,13 +197,17 @@ def _close(a, b):
 
 
 def step_reconciles(reference, ranks):
-    """Outputs, parameter gradients and input gradients all agree."""
+    """Outputs, parameter gradients, the gradient norm, stepped parameters
+    and input gradients all agree."""
     for k, ref_out in enumerate(reference["out"]):
         if not reconciles(ref_out, [r["out"][k] for r in ranks]):
             return False
     for kind in ("param_grads", "stepped"):
         if not _parameters_reconcile(reference[kind], [r[kind] for r in ranks], ranks):
             return False
+    if reference["grad_norm"] is not None and \
+            not all(_close(r["grad_norm"], reference["grad_norm"]) for r in ranks):
+        return False
     # Only inputs handed to the model whole (a rank's batch slice is scaled by
     # its local loss, as data parallelism intends).
     for k, ref_grad in enumerate(reference["input_grads"]):

@@ -73,6 +73,10 @@ class _Entry:
     # The optimizer step after finalize_grads: every parameter is then
     # checked against the reference's updated parameter.
     step: object = None
+    # Called after finalize_grads (and before step): the gradient norm the
+    # framework computes for clipping, which every rank must agree on with
+    # the reference (it may clip the gradients in place, as step would see).
+    grad_norm: object = None
     tensor_parallel_group: object = None
     data_parallel_group: object = None  # each rank takes its slice of the batch
     parameter_names: object = None  # rank's qualified name -> the reference's
@@ -96,7 +100,8 @@ def _unpack(result, path, line):
         if unknown:
             raise HarnessError(path, line, f"the entry's dict has unknown keys {unknown}; "
                                f"it may have {list(_ENTRY_KEYS)}")
-        for key in ("loss", "backward", "finalize_grads", "step", "parameter_names"):
+        for key in ("loss", "backward", "finalize_grads", "grad_norm", "step",
+                    "parameter_names"):
             if result.get(key) is not None and not callable(result[key]):
                 raise HarnessError(path, line, f"the entry's '{key}' is not callable")
         for key in ("tensor_parallel_group", "data_parallel_group"):
@@ -181,8 +186,9 @@ def _tensors(out, path="out"):
 
 
 
-def _backward(out, entry, inputs):
-    """Runs the training step's backward half and records every gradient."""
+def _backward(out, entry, inputs, site):
+    """Runs the training step's backward half and records every gradient;
+    `site` is the entry's (file, line)."""
     if entry.loss is None:
         parts = [t.sum() for _, t in _tensors(out) if t.requires_grad]
         if not parts:
@@ -209,11 +215,27 @@ def _backward(out, entry, inputs):
     for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.grad is not None:
             _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")
+    if entry.grad_norm is not None:
+        _Phase.current = "grad_norm()"
+        _record(_gradient_norm(entry, site), "grad_norm()", "grad-norm", "gradient norm")
     if entry.step is not None:
         _Phase.current = "step()"
         entry.step()
         for name, p in entry.parameters():
             _record(p, f"step({name})", "param-step", name)
+
+
+def _gradient_norm(entry, site):
+    """What the entry's grad_norm returned, as a one-element tensor."""
+    norm = entry.grad_norm()
+    if isinstance(norm, (int, float)):
+        norm = torch.tensor(float(norm))
+    if not isinstance(norm, Tensor) or norm._a.size != 1:
+        what = f"a tensor of shape {tuple(norm.shape)}" if isinstance(norm, Tensor) \
+            else type(norm).__name__
+        raise HarnessError(*site, f"the entry's 'grad_norm' returned "
+                           f"{what}, not the gradient norm (one number)")
+    return norm.reshape(())
 
 
 def _user_frame(tb, path):
@@ -300,7 +322,7 @@ def _run(path, func, world, rank):
             f"the model's output is the unmodelled value {out._name} from {out._origin}")
     for out_path, t in _tensors(out):
         _record(t, out_path)
-    _backward(out, entry, inputs)
+    _backward(out, entry, inputs, (path, line))
 
 
 @contextlib.contextmanager
