@@ -6,11 +6,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <unistd.h>
 
 namespace shardproof::analyzer {
@@ -227,6 +230,53 @@ std::string sixteen_bit_note(const cuda::KernelLaunch &launch) {
                      fmt::join(narrow, ", "));
 }
 
+// One launch's verdict: its findings, or its obligation proved or refuted.
+TargetResult lifted_result(terms::TermStore &store, const Target &target,
+                           const cuda::KernelLaunch &launch, const Reference &reference,
+                           cuda::LiftedLaunch lifted, const SessionOptions &options,
+                           Clock::time_point start) {
+  std::string name = fmt::format("kernel {}: '{}' equals the reference '{}'",
+                                 launch.callee(), launch.output, launch.reference);
+  if (lifted.unsupported) {
+    TargetResult blocked =
+        failed(target, TraceFailure::Kind::Unsupported, std::move(*lifted.unsupported));
+    blocked.obligations.front().name = name;
+    return blocked;
+  }
+  TargetResult result;
+  result.target = target;
+  result.world = 1;
+  for (const cuda::KernelFinding &found : lifted.findings)
+    result.findings.push_back(kernel_finding(found));
+  if (!result.findings.empty()) // the lifted values are not the kernel's meaning
+    return result;
+  std::unique_ptr<prover::Prover> prover;
+  if (const auto &budget = options.target_time_limit)
+    prover = std::make_unique<prover::BudgetedProver>(options.prover, start + *budget,
+                                                      *budget);
+  else
+    prover = std::make_unique<prover::WorkerProver>(options.prover);
+  Verdict verdict =
+      prover->prove(store, lifted.buffers.at(launch.output), reference.output);
+  if (verdict.kind == Verdict::Kind::Refuted && verdict.counterexample)
+    result.findings.push_back(mismatch_finding(store, launch, reference, lifted, name,
+                                               *verdict.counterexample));
+  if (verdict.kind == Verdict::Kind::Proved)
+    verdict.method += sixteen_bit_note(launch);
+  result.obligations.push_back({name, launch.loc, std::move(verdict)});
+  return result;
+}
+
+// Findings of rules --select / --ignore leave out are kept apart, never
+// dropped (their refutation makes the verdict "accepted", not "proved").
+void apply_rule_selection(TargetResult &result, const checkers::RuleSelection &rules) {
+  auto left_out =
+      std::stable_partition(result.findings.begin(), result.findings.end(),
+                            [&](const Finding &f) { return rules.reports(f.rule); });
+  std::move(left_out, result.findings.end(), std::back_inserter(result.suppressed));
+  result.findings.erase(left_out, result.findings.end());
+}
+
 TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
                           const cuda::KernelLaunch &launch,
                           const SessionOptions &options) {
@@ -235,51 +285,21 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   target.function = launch.callee();
   terms::TermStore store;
   Reference reference = evaluate_reference(store, launch, options);
-  if (reference.failure) {
-    TargetResult result = failed(target, reference.failure->kind,
-                                 {reference.failure->loc, reference.failure->message});
-    result.seconds = seconds_since(start);
-    return result;
-  }
   const cuda::KernelArg &out = *launch.arg(launch.output);
-  if (ir::element_count(out.shape) != ir::element_count(reference.output_shape)) {
-    TargetResult result =
-        failed(target, TraceFailure::Kind::BadInput,
-               {launch.reference_loc,
-                fmt::format("the reference has shape {} but buffer '{}' is {}",
-                            ir::shape_str(reference.output_shape), out.name,
-                            ir::shape_str(out.shape))});
-    result.seconds = seconds_since(start);
-    return result;
-  }
-  cuda::LiftedLaunch lifted = parsed.lift(store, launch, reference.inputs);
   TargetResult result;
-  result.target = target;
-  result.world = 1;
-  for (const cuda::KernelFinding &found : lifted.findings)
-    result.findings.push_back(kernel_finding(found));
-  std::string name = fmt::format("kernel {}: '{}' equals the reference '{}'",
-                                 launch.callee(), launch.output, launch.reference);
-  if (lifted.unsupported) {
-    TargetResult blocked =
-        failed(target, TraceFailure::Kind::Unsupported, std::move(*lifted.unsupported));
-    blocked.obligations.front().name = name;
-    blocked.seconds = seconds_since(start);
-    return blocked;
-  }
-  if (!result.findings.empty()) { // the lifted values are not the kernel's meaning
-    result.seconds = seconds_since(start);
-    return result;
-  }
-  prover::WorkerProver prover(options.prover);
-  Verdict verdict =
-      prover.prove(store, lifted.buffers.at(launch.output), reference.output);
-  if (verdict.kind == Verdict::Kind::Refuted && verdict.counterexample)
-    result.findings.push_back(mismatch_finding(store, launch, reference, lifted, name,
-                                               *verdict.counterexample));
-  if (verdict.kind == Verdict::Kind::Proved)
-    verdict.method += sixteen_bit_note(launch);
-  result.obligations.push_back({name, launch.loc, std::move(verdict)});
+  if (reference.failure)
+    result = failed(target, reference.failure->kind,
+                    {reference.failure->loc, reference.failure->message});
+  else if (ir::element_count(out.shape) != ir::element_count(reference.output_shape))
+    result = failed(target, TraceFailure::Kind::BadInput,
+                    {launch.reference_loc,
+                     fmt::format("the reference has shape {} but buffer '{}' is {}",
+                                 ir::shape_str(reference.output_shape), out.name,
+                                 ir::shape_str(out.shape))});
+  else
+    result = lifted_result(store, target, launch, reference,
+                           parsed.lift(store, launch, reference.inputs), options, start);
+  apply_rule_selection(result, options.rules);
   result.seconds = seconds_since(start);
   return result;
 }

@@ -35,7 +35,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "atomic_sum.cu", "causal_softmax.cu", "rms_norm_partial_warp.cu",
                       "included_helper.cu", "relu_undeclared_branches.cu",
                       "ternary_assigns.cu", "shift_right_unsigned.cu",
-                      "bias_gelu_vectorised.cu"));
+                      "bias_gelu_vectorised.cu", "rotary_forward.cu",
+                      "rotary_backward.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -260,4 +261,28 @@ TEST(CudaCli, VectorisedLanesPairedWronglyAreRefutedAtTheVectorStore) {
                   "differs from the reference"))
       << r.out;
   EXPECT_TRUE(has(r.out, "    bias[1] = 1\n")) << r.out;
+}
+
+TEST(CudaCli, IgnoringAKernelRuleAcceptsTheKernelButNeverProvesIt) {
+  auto r =
+      run_cli({"check", kernel("bias_gelu_wrong_broadcast.cu"), "--ignore", "SP012"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "bias_gelu_wrong_broadcast.cu::bias_gelu --world 1: accepted"))
+      << r.out;
+  auto race =
+      run_cli({"check", kernel("block_sum_missing_barrier.cu"), "--select", "SP014"});
+  EXPECT_EQ(race.exit_code, 3) << race.out << race.err;
+  EXPECT_FALSE(has(race.out, "[SP013]")) << race.out;
+}
+
+TEST(CudaCli, RotaryBackwardWritingAConstantIntoPassThroughChannelsIsRefuted) {
+  auto r = run_cli({"check", kernel("rotary_backward_constant_passthrough.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/rotary_backward_constant_passthrough.cu:21:5: "
+                  "error: the value kernel 'rotary_backward' writes here into "
+                  "grad_x[0,0,8] differs from the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "    grad[0,0,8] = 1\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: grad_x[0,0,8] = 0  (should be 1)")) << r.out;
 }
