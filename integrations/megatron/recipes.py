@@ -1119,6 +1119,235 @@ def gpt_model_sp():
     return gpt_model(sequence_parallel=True)
 
 
+# ---- Pipeline parallelism: GPTModel in stages under Megatron's own schedules ----
+# Each pipeline stage builds the tree's GPTModel with its pre_process and
+# post_process (the first stage holds the embedding, the last the final norm
+# and the output layer; the transformer layers are split between them by the
+# tree's own layer offsets), wrapped in the tree's DistributedDataParallel as
+# in training. The step is the tree's own: get_forward_backward_func()
+# (forward_backward_pipelining_without_interleaving over the stages,
+# forward_backward_no_pipelining in the single-device reference) over
+# MICRO_BATCHES micro-batches of a data iterator, the activations and their
+# gradients sent between stages by its p2p_communication (batch_isend_irecv
+# of P2POps, or isend/irecv), and finalize_model_grads (config's
+# finalize_model_grads_func, called by the schedule), which sums the tied
+# embedding's gradients over the embedding group (first and last stage).
+
+MICRO_BATCHES = 4
+PIPELINE_SEQUENCE = 2
+
+
+PIPELINE_OPTIONS = dict(tied=(1, 0), p2p=("batched", "unbatched"), per_token_loss=(0, 1))
+
+
+@options(**PIPELINE_OPTIONS)
+def gpt_model_pp():
+    """GPTModel (2 layers, as gpt_model) split into `--pp` pipeline stages,
+    trained one step on MICRO_BATCHES micro-batches of one sample by
+    Megatron's schedule; the loss of each micro-batch is the mean of its
+    per-token losses (pretrain_gpt's loss function: the sum and the token
+    count, which the schedule divides by, and by the number of micro-batches),
+    or with per_token_loss=1 the sum, divided by the global token count in
+    finalize_model_grads. Output: the step's loss as the training loop
+    reports it (the last stage's, sent to every stage). Run as a plain entry
+    (`recipes.py::gpt_model_pp --world 2`) every rank is a pipeline stage."""
+    return _with_pipeline_world(_gpt_model_pp)
+
+
+@options(**PIPELINE_OPTIONS)
+def gpt_model_pp_without_embedding_grad_reduction():
+    """The twin: gpt_model_pp with finalize_model_grads' all-reduce of the tied
+    embedding's gradients over the embedding group left out, so the first
+    stage keeps only the embedding's gradient and the last only the output
+    layer's: refuted (SP006/SP007 on embedding.word_embeddings.weight)."""
+    return _with_pipeline_world(lambda: _gpt_model_pp(embedding_reduction=False))
+
+
+def _with_pipeline_world(build):
+    if os.environ.get("SHARDPROOF_PARALLEL"):
+        return build()
+    world = os.environ.get("SHARDPROOF_WORLD") or torch.distributed.get_world_size()
+    os.environ["SHARDPROOF_PARALLEL"] = f"pp={world}"
+    try:
+        return build()
+    finally:
+        del os.environ["SHARDPROOF_PARALLEL"]
+
+
+def _gpt_model_pp(embedding_reduction=True):
+    _apex_layer_norm_model(parallel().sp)
+    _, layout = _megatron()
+    _transformer_engine_wrappers()
+    from megatron.core import distributed, parallel_state
+    from megatron.core.models.gpt import gpt_model as gpt_module
+    try:
+        from megatron.core.pipeline_parallel import get_forward_backward_func
+        from megatron.core.models.common.language_module import language_module
+    except ImportError as e:
+        raise ComponentAbsent(f"this Megatron tree has no {e.name}") from e
+    finalize_model_grads = _component(distributed, "finalize_model_grads")
+    config = _transformer_config(layout, num_layers=2,
+                                 pipeline_model_parallel_size=layout.pp,
+                                 pipeline_dtype=torch.float32,
+                                 batch_p2p_comm=option("p2p") == "batched")
+    if option("per_token_loss"):
+        if not _accepts(finalize_model_grads, "num_tokens") or \
+                not hasattr(config, "calculate_per_token_loss"):
+            raise ComponentAbsent("this Megatron tree has no calculate_per_token_loss")
+        config.calculate_per_token_loss = True
+    # Pipeline stages shard no dimension: each micro-batch is one sample of a
+    # sequence of 2 (the four micro-batches' gradients sum 8 tokens, which
+    # keeps each proof within its time limit).
+    sizes = dataclasses.replace(_sizes(), sequence=PIPELINE_SEQUENCE)
+    gpt_class = _component(gpt_module, "GPTModel")
+    stages = {}
+    if _accepts(gpt_class, "pre_process"):
+        stages = dict(pre_process=parallel_state.is_pipeline_first_stage(),
+                      post_process=parallel_state.is_pipeline_last_stage())
+    with _tied_copy_as_run(language_module):
+        gpt = _without_apex(
+            gpt_class, config=config, transformer_layer_spec=_local_layer_spec(),
+            vocab_size=sizes.vocab, max_sequence_length=sizes.sequence,
+            parallel_output=True, share_embeddings_and_output_weights=bool(option("tied")),
+            position_embedding_type="learned_absolute", **stages)
+    ddp_class = _component(distributed, "DistributedDataParallel")
+    args, kwargs = _ddp_arguments(distributed, ddp_class, config, gpt,
+                                  dict(overlap_grad_reduce=False,
+                                       use_distributed_optimizer=False))
+    model = ddp_class(*args, **kwargs)
+    model.zero_grad_buffer()
+    # What Megatron's training loop hands the schedule (training.py).
+    config.no_sync_func = model.no_sync
+    config.finalize_model_grads_func = finalize_model_grads if embedding_reduction \
+        else _without_embedding_grad_reduction(finalize_model_grads)
+    shape = (MICRO_BATCHES, sizes.sequence)  # micro-batches of one sample
+    tokens = _token_ids(shape, sizes.vocab)
+    positions = torch.arange(sizes.sequence).expand(*shape).contiguous()
+    labels = _token_ids(shape, sizes.vocab, offset=1)
+    step = PipelineStep(model, get_forward_backward_func(), sizes.sequence)
+
+    def finalize_grads():  # finalize_model_grads already ran in the schedule
+        for p in model.parameters():
+            if getattr(p, "main_grad", None) is not None:
+                p.grad = p.main_grad  # FP32Optimizer.prepare_grads
+
+    return {"model": step, "inputs": (tokens, positions, labels),
+            "loss": lambda loss: loss,
+            # The schedule ran every micro-batch's backward (and
+            # finalize_model_grads) inside the step: nothing is left to run.
+            "backward": lambda loss: None,
+            "finalize_grads": finalize_grads,
+            "tensor_parallel_group": parallel_state.get_tensor_model_parallel_group(),
+            "parameter_names": _stage_names(gpt, bool(option("tied")))}
+
+
+class PipelineStep(torch.nn.Module):
+    """One training step of `model` by Megatron's `schedule` (the function
+    get_forward_backward_func returned) over the micro-batches of the global
+    batch; returns the step's loss as the training loop reports it: the sum
+    of the micro-batches' reported losses over the sum of their token counts
+    (what the last stage's forward_data_store holds), broadcast over the
+    pipeline group from the last stage. The tensor returned requires grad
+    only so that the driver calls the entry's backward, which does nothing:
+    the schedule has run the backward of every micro-batch already."""
+
+    def __init__(self, model, schedule, sequence):
+        super().__init__()
+        self.model, self.schedule, self.sequence = model, schedule, sequence
+
+    def forward(self, tokens, positions, labels):
+        from megatron.core import parallel_state
+        batches = iter(list(zip(tokens.chunk(MICRO_BATCHES), positions.chunk(MICRO_BATCHES),
+                                labels.chunk(MICRO_BATCHES))))
+
+        def loss_func(losses):  # pretrain_gpt's: (sum, tokens, reported)
+            total = losses.float().sum()
+            count = torch.tensor(losses.numel(), dtype=torch.int)
+            return total, count, {"lm loss": torch.cat([total.clone().detach().view(1),
+                                                        count.float().view(1)])}
+
+        def forward_step(data_iterator, model):
+            tokens, positions, labels = next(data_iterator)
+            return model(tokens, positions, None, labels=labels), loss_func
+
+        store = self.schedule(forward_step_func=forward_step, data_iterator=batches,
+                              model=[self.model], num_microbatches=MICRO_BATCHES,
+                              seq_length=self.sequence, micro_batch_size=1,
+                              forward_only=False)
+        if store:  # the last stage
+            reported = torch.stack([s["lm loss"] for s in store]).sum(0)
+            loss = reported[0] / reported[1]
+        else:
+            loss = torch.empty(())
+        torch.distributed.broadcast(
+            loss, src=parallel_state.get_pipeline_model_parallel_last_rank(),
+            group=parallel_state.get_pipeline_model_parallel_group())
+        return loss.requires_grad_()
+
+
+def _stage_names(gpt, tied):
+    """This stage's parameter names -> the reference's: its transformer
+    layer i is global layer layer_number - 1 (the tree's offset of the
+    stage), and on a last stage without the embedding the tied output
+    layer's weight is the reference's word embedding."""
+    import re
+    numbers = [layer.layer_number - 1 for layer in gpt.decoder.layers]
+    pre_process = getattr(gpt, "pre_process", True)
+
+    def rename(name):
+        name = re.sub(r"(decoder\.layers\.)(\d+)",
+                      lambda m: f"{m.group(1)}{numbers[int(m.group(2))]}", name)
+        if tied and not pre_process and name.endswith("output_layer.weight"):
+            name = name[:-len("output_layer.weight")] + "embedding.word_embeddings.weight"
+        return name
+    return rename
+
+
+def _tied_copy_as_run(language_module):
+    """While GPTModel is built, a Parameter keeps its own symbolic values
+    (initialisation writes are not taken). setup_embeddings_and_output_layer
+    makes the last stage's copy of the tied embedding equal to the first
+    stage's by zeroing it and all-reducing it over the embedding group: that
+    method runs with its writes taken as written (runtime
+    parameters_written_as_run), so the copy holds the first stage's values,
+    and each stage's weight is recorded by the values it was made with."""
+    import contextlib
+    from shardproof_recipes import parameters_written_as_run
+    module_class = _component(language_module, "LanguageModule")
+    original = _component(module_class, "setup_embeddings_and_output_layer")
+
+    def setup(self, *args, **kwargs):
+        weight = self.shared_embedding_or_output_weight() \
+            if getattr(self, "share_embeddings_and_output_weights", False) else None
+        with parameters_written_as_run([weight] if weight is not None else []):
+            return original(self, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def installed():
+        module_class.setup_embeddings_and_output_layer = setup
+        try:
+            yield
+        finally:
+            module_class.setup_embeddings_and_output_layer = original
+    return installed()
+
+
+def _without_embedding_grad_reduction(finalize_model_grads):
+    """finalize_model_grads with its all-reduce of the tied embedding's
+    gradients over the embedding group taken out (the twin)."""
+    import sys
+    module = sys.modules[finalize_model_grads.__module__]
+
+    def finalize(*args, **kwargs):
+        original = module._allreduce_word_embedding_grads
+        module._allreduce_word_embedding_grads = lambda *a, **k: None
+        try:
+            return finalize_model_grads(*args, **kwargs)
+        finally:
+            module._allreduce_word_embedding_grads = original
+    return finalize
+
+
 def _legacy(module):
     """`module` of the legacy model (megatron/model before 2024,
     megatron/legacy/model after) and the global-arguments module its code

@@ -12,6 +12,7 @@ A recipe's model options (bias, gated units, a MoE dispatcher...) ride in the
 same text after the axes (`tp=2,sp=1,bias=0`, from `--option bias=0`): a
 recipe declares them with @options, reads them with option(), and the scan
 explores them with covering(), a pairwise covering matrix."""
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -221,3 +222,29 @@ def covering(recipe, layouts, allowed=None):
 def _layout_text(layout, values, choices):
     extra = [f"{name}={value}" for name, value in values if value != choices[name][0]]
     return ",".join([layout] + extra)
+
+
+# ---- Parameters a framework writes on purpose while the model is built ----
+
+
+@contextlib.contextmanager
+def parameters_written_as_run(parameters):
+    """While an entry builds its model, writes into a Parameter are
+    initialisation and not taken: it keeps its own symbolic values, so a
+    proof covers every value of the weights. Inside this block writes into
+    `parameters` are taken as written (Megatron zeroes the last pipeline
+    stage's copy of the tied embedding and all-reduces it over the embedding
+    group, so that it holds the first stage's values: with the zero not
+    taken the copy would be the sum of two weights). Each is then recorded
+    by the values it was made with (as after DDP's broadcast), and computes
+    with what the block left in it, which the linker resolves."""
+    from torch import _tracing
+    made_with = [(p, p._a.copy()) for p in parameters]
+    building, _tracing.state.building = _tracing.state.building, False
+    try:
+        yield
+    finally:
+        _tracing.state.building = building
+        for p, values in made_with:
+            if "_shardproof_initial" not in p.__dict__:
+                p._shardproof_initial = values
