@@ -1,4 +1,5 @@
 #include "analyzer/kernel_check.h"
+#include "analyzer/kernel_check_internal.h"
 
 #include "frontend/python/python_frontend.h"
 #include "models/terms/evaluate.h"
@@ -38,6 +39,8 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+} // namespace
+
 TargetResult failed(const Target &target, TraceFailure::Kind kind, cuda::Diagnostic why) {
   TargetResult result;
   result.target = target;
@@ -51,6 +54,8 @@ TargetResult failed(const Target &target, TraceFailure::Kind kind, cuda::Diagnos
   }
   return result;
 }
+
+namespace {
 
 // A folder of its own for the generated reference module, removed after.
 class ScratchFolder {
@@ -79,7 +84,11 @@ private:
 std::string reference_module(const cuda::KernelLaunch &launch) {
   std::vector<std::string> buffers, scalars, creations;
   for (const cuda::KernelArg &arg : launch.args) {
-    if (arg.is_buffer()) {
+    if (arg.is_concrete()) { // a profile's mask: a constant of the reference
+      scalars.push_back(fmt::format("        {} = torch.tensor([{}]).reshape({})",
+                                    arg.name, fmt::join(arg.concrete, ", "),
+                                    fmt::join(arg.shape, ", ")));
+    } else if (arg.is_buffer()) {
       buffers.push_back(arg.name);
       creations.push_back(
           fmt::format("    {} = torch.randn({})", arg.name, fmt::join(arg.shape, ", ")));
@@ -131,7 +140,7 @@ Reference evaluate_reference(terms::TermStore &store, const cuda::KernelLaunch &
   const ir::Trace &trace = traced.reference;
   std::size_t k = 0;
   for (const cuda::KernelArg &arg : launch.args) {
-    if (!arg.is_buffer())
+    if (!arg.is_buffer() || arg.is_concrete())
       continue;
     if (k >= trace.leaves.size() || trace.leaves[k].shape != arg.shape)
       return fail(TraceFailure::Kind::BadInput,
@@ -267,8 +276,8 @@ TargetResult lifted_result(terms::TermStore &store, const Target &target,
   return result;
 }
 
-// Findings of rules --select / --ignore leave out are kept apart, never
-// dropped (their refutation makes the verdict "accepted", not "proved").
+} // namespace
+
 void apply_rule_selection(TargetResult &result, const checkers::RuleSelection &rules) {
   auto left_out =
       std::stable_partition(result.findings.begin(), result.findings.end(),
@@ -304,8 +313,6 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   return result;
 }
 
-} // namespace
-
 std::vector<TargetResult> check_kernels(const Target &target,
                                         const SessionOptions &options,
                                         const cuda::ParseOptions &parse) {
@@ -314,11 +321,15 @@ std::vector<TargetResult> check_kernels(const Target &target,
   cuda::Annotations annotations = cuda::read_annotations(target.path);
   if (annotations.error)
     return {failed(file, TraceFailure::Kind::BadInput, *annotations.error)};
-  if (annotations.launches.empty())
+  if (annotations.launches.empty()) {
+    auto profiled = check_profiled_kernels(target, options, parse);
+    if (!profiled.empty())
+      return profiled;
     return {failed(file, TraceFailure::Kind::BadInput,
                    {{target.path, 0},
-                    "no '// shardproof: launch' annotation: nothing to check (see "
-                    "README, CUDA kernels)"})};
+                    "no '// shardproof: launch' annotation and no kernel a profile "
+                    "recognises: nothing to check (see README, CUDA kernels)"})};
+  }
   cuda::ParsedFile parsed = cuda::parse_file(target.path, annotations.launches, parse);
   std::vector<TargetResult> results;
   for (const cuda::KernelLaunch &launch : annotations.launches) {

@@ -147,6 +147,20 @@ constexpr Rule kRules[] = {
      "access, the thread and the index. Typical causes: a missing bounds guard "
      "for the last block, an index computed with the wrong stride, dynamic "
      "shared memory smaller than the kernel uses."},
+    {RuleCode::KernelNotLaunched, "SP015", "kernel-not-launched", Severity::Error,
+     "A host dispatcher accepts a size for which it launches no kernel: the "
+     "output is left as it was.",
+     "A host function of the file that launches a profiled kernel (a "
+     "dispatcher switching over sizes, such as apex's "
+     "`switch (log2_elements)`) is run at concrete sizes: each integer "
+     "parameter over small values and the powers of two (and one past them) up "
+     "to 2^16, the others chosen so that its assertions hold. A size it "
+     "accepts (no failed assertion, no throw) but for which no case launches a "
+     "kernel leaves the output buffer as it was: uninitialised memory, or the "
+     "previous step's values. The report names the size, the other arguments "
+     "and the switch. Typical causes: a case missing from the switch, or an "
+     "assertion that admits sizes beyond the largest case. Each case that is "
+     "launched is checked against the kernel's profile at its smallest size."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -154,7 +168,7 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::OutOfBounds) + 1;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::KernelNotLaunched) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
@@ -164,7 +178,7 @@ std::span<const RuleCode> session_rules() {
   // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
   static constexpr RuleCode kSessionRules[] = {
       RuleCode::InferredLayout, RuleCode::KernelMismatch, RuleCode::MemoryRace,
-      RuleCode::OutOfBounds};
+      RuleCode::OutOfBounds, RuleCode::KernelNotLaunched};
   return kSessionRules;
 }
 

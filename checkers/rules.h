@@ -30,6 +30,7 @@ enum class RuleCode {
   KernelMismatch,     // SP012
   MemoryRace,         // SP013
   OutOfBounds,        // SP014
+  KernelNotLaunched,  // SP015
 };
 
 struct Rule {

@@ -12,6 +12,7 @@
 #include "models/ir/trace.h"
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,9 +32,14 @@ struct KernelArg {
   // Int64) and shape; its contents are symbolic.
   std::optional<ir::DType> buffer_type;
   ir::Shape shape;
+  // A buffer of integers with these contents (row-major), given by a
+  // profile (a mask): the kernel reads them as they are, the reference
+  // holds them as a constant tensor. Its element type is any integer.
+  std::vector<std::int64_t> concrete;
   // A scalar: the value as written (an integer or a floating-point literal).
   std::string scalar;
   bool is_buffer() const { return buffer_type.has_value(); }
+  bool is_concrete() const { return !concrete.empty(); }
 };
 
 struct KernelLaunch {

@@ -11,8 +11,14 @@ namespace shardproof::frontend::cuda {
 
 struct CudaFile::Impl {
   std::unique_ptr<clang::ASTUnit> unit;
-  std::map<std::string, const clang::FunctionDecl *> kernels; // by launch callee()
+  // by launch callee(); run_host adds the kernels a host function launches
+  mutable std::map<std::string, const clang::FunctionDecl *> kernels;
+  std::map<std::string, const clang::FunctionDecl *> hosts; // by callee
 };
+
+// The template arguments of a function template's specialization, as C++
+// spells them ("float, float, float, 5"); empty for a plain function.
+std::vector<std::string> template_arguments(const clang::FunctionDecl &fn);
 
 // Where `loc` is in the user's source (a macro's expansion site).
 ir::SourceLoc source_loc(const clang::SourceManager &sources, clang::SourceLocation loc);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "frontend/cuda/annotations.h"
+#include "frontend/cuda/profiles.h"
 #include "models/terms/term_store.h"
 
 #include <array>
@@ -57,6 +58,29 @@ struct LiftedLaunch {
   std::optional<Diagnostic> unsupported;
 };
 
+// A kernel launch a host function of the file makes, as it computed it.
+struct HostLaunch {
+  std::string kernel; // its name (KernelSignature::name)
+  HostChoice choice;
+  ir::SourceLoc loc; // the <<<...>>> launch
+};
+
+// One run of a host function at concrete integer arguments.
+struct HostRun {
+  enum class End {
+    Returned,    // it returned (its launches, if any, are in `launches`)
+    Rejected,    // an assertion failed or it threw: the host refuses the sizes
+    NotModelled, // it did something the host interpreter does not follow
+  };
+  End end = End::Returned;
+  std::vector<HostLaunch> launches;
+  ir::SourceLoc at; // the rejection, the construct not followed, or the last switch
+  std::string why;
+  // The last switch it ran: its condition as written and its value.
+  std::string switch_on;
+  std::int64_t switch_value = 0;
+};
+
 // A parsed file, ready to lift the launches it was parsed for.
 class CudaFile {
 public:
@@ -71,6 +95,13 @@ public:
   LiftedLaunch
   lift(terms::TermStore &store, const KernelLaunch &launch,
        const std::map<std::string, std::vector<terms::TermId>> &inputs) const;
+
+  // Runs the host function `callee` (one parse_file was given) with its
+  // integer parameters as `ints` (by name; the others, pointers and reals,
+  // are opaque). The kernels it launches can be lifted afterwards, their
+  // launches named KERNEL<HostChoice::template_args>.
+  HostRun run_host(const std::string &callee,
+                   const std::map<std::string, std::int64_t> &ints) const;
 
 private:
   std::unique_ptr<Impl> impl_;
@@ -87,9 +118,31 @@ struct ParsedFile {
 };
 
 // Parses `path` for the launches annotated in it (their kernels, templates
-// instantiated as the launches name them).
+// instantiated as the launches name them) and for the host functions
+// `hosts` names (FUNCTION or FUNCTION<ARGS>, instantiated likewise).
 ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &launches,
-                      const ParseOptions &options);
+                      const ParseOptions &options,
+                      const std::vector<std::string> &hosts = {});
+
+// A host function of the file that launches kernels (a dispatcher).
+struct HostFunction {
+  std::string name;
+  ir::SourceLoc loc;
+  std::vector<std::string> template_params; // all type parameters, or not run
+  std::vector<std::string> params;
+  std::vector<std::string> int_params; // its integer parameters, in order
+  std::vector<std::string> launches;   // the names of the kernels it launches
+};
+
+struct FileListing {
+  std::vector<KernelSignature> kernels;
+  std::vector<HostFunction> hosts;
+  std::optional<Diagnostic> error; // clang's first error
+};
+
+// The kernels and dispatchers of `path` and the headers beside it (not the
+// toolkit's), for the profiles.
+FileListing list_kernels(const std::string &path, const ParseOptions &options);
 
 // The clang arguments parse_file uses (for tests and --verbose reports).
 std::vector<std::string> clang_arguments(const ParseOptions &options);

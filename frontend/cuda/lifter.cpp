@@ -87,7 +87,7 @@ public:
     }
     lifted.findings = std::move(findings_);
     for (const KernelArg &arg : launch_.args) {
-      if (!arg.is_buffer())
+      if (!arg.is_buffer() || arg.is_concrete())
         continue;
       const Buffer &buffer = buffers_[buffer_of_.at(arg.name)];
       std::vector<TermId> &out = lifted.buffers[arg.name];
@@ -111,12 +111,19 @@ private:
     for (const KernelArg &arg : launch_.args) {
       if (!arg.is_buffer())
         continue;
-      if (*arg.buffer_type == ir::DType::Int32 || *arg.buffer_type == ir::DType::Int64)
+      if (!arg.is_concrete() &&
+          (*arg.buffer_type == ir::DType::Int32 || *arg.buffer_type == ir::DType::Int64))
         throw NotModelled{arg.loc, fmt::format("integer buffer '{}' is not modelled "
                                                "(its contents would have to be concrete)",
                                                arg.name)};
       Buffer buffer;
       buffer.name = arg.name;
+      if (arg.is_concrete()) { // a profile's mask: integers as given
+        for (std::int64_t v : arg.concrete)
+          buffer.cells.push_back(Value::integer(v));
+        buffer_of_[arg.name] = new_buffer(std::move(buffer));
+        continue;
+      }
       for (TermId t : inputs.at(arg.name))
         buffer.cells.push_back(Value::real(t));
       buffer_of_[arg.name] = new_buffer(std::move(buffer));
@@ -173,6 +180,13 @@ private:
   // width (float32: float; float16: __half; bfloat16: __nv_bfloat16).
   void check_element_type(const KernelArg &arg, const clang::ParmVarDecl *param) const {
     clang::QualType element = param->getType()->getPointeeType().getCanonicalType();
+    if (arg.is_concrete()) {
+      if (!element->isIntegerType())
+        throw NotModelled{arg.loc, fmt::format("integer buffer '{}' is passed to the "
+                                               "kernel's parameter '{}'",
+                                               arg.name, param->getType().getAsString())};
+      return;
+    }
     bool real = element->isRealFloatingType() || is_sixteen_bit(element);
     auto bytes = element->isIncompleteType()
                      ? 0
@@ -339,9 +353,12 @@ private:
         if (on[t])
           threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
       if (var->hasInit())
-        not_modelled(s, "an initialised local array");
+        initialise_array(var, s, on);
       return;
     }
+    if (const auto *record = type->getAsCXXRecordDecl();
+        record && record->field_empty() && !is_sixteen_bit(type))
+      return;                  // a stateless functor (Add<float> r;): nothing to hold
     if (vector_fields(type)) { // float4 q = v[i]: a local buffer of its fields
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
@@ -361,6 +378,31 @@ private:
       if (on[t])
         threads_[t].frames.back().registers[var] =
             convert(v[t], var->getInit()->getType(), type, var->getInit());
+  }
+
+  // T a[N]{v0, ...}: the values given, the rest zero (of one dimension,
+  // of scalars).
+  void initialise_array(const clang::VarDecl *var, const clang::Stmt *s, const Mask &on) {
+    const auto *list =
+        llvm::dyn_cast<clang::InitListExpr>(var->getInit()->IgnoreImplicit());
+    const auto *array = context_.getAsConstantArrayType(var->getType());
+    if (!list || !array || !array->getElementType()->isScalarType())
+      not_modelled(s, "an initialised local array other than T a[N]{...}");
+    clang::QualType element = array->getElementType();
+    std::int64_t n = array->getSize().getSExtValue();
+    for (std::int64_t k = 0; k < n; ++k) {
+      const clang::Expr *e = k < list->getNumInits() ? list->getInit(k) : nullptr;
+      Values v = e && !llvm::isa<clang::ImplicitValueInitExpr>(e)
+                     ? eval(e, on)
+                     : fill(on, element->isRealFloatingType()
+                                    ? Value::real(store_.constant_from_double(0))
+                                    : Value::integer(0));
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          Buffer &buffer = buffers_[threads_[t].locals.at(var)];
+          buffer.cells[k] = convert(v[t], e ? e->getType() : element, element, s);
+        }
+    }
   }
 
   Buffer array_buffer(const clang::VarDecl *var, Space space) {
@@ -1181,7 +1223,9 @@ private:
             clang::QualType computation = compound->getComputationResultType();
             Value lhs = convert(old[t], op->getLHS()->getType(),
                                 compound->getComputationLHSType(), op);
-            Value rhs = convert(value[t], op->getRHS()->getType(), computation, op);
+            Value rhs = computation->isPointerType() // p += n: n stays an integer
+                            ? value[t]
+                            : convert(value[t], op->getRHS()->getType(), computation, op);
             Value result =
                 arithmetic(clang::BinaryOperator::getOpForCompoundAssignment(kind), lhs,
                            rhs, computation, op);
@@ -1272,10 +1316,12 @@ private:
     case clang::BO_GE:
       out.term = store_.le(b.term, a.term);
       break;
-    default:
-      not_modelled(at, fmt::format("the equality test '{}' of data-dependent "
-                                   "floating-point values",
-                                   text_of(at)));
+    default: // a == b as max(a, b) <= min(a, b); != is its negation
+      out.term = store_.le(store_.max(a.term, b.term), store_.min(a.term, b.term));
+      out.negated = kind == clang::BO_NE;
+      if (store_.is_const(out.term))
+        return Value::integer((store_.const_value(out.term) != 0) != out.negated);
+      return out;
     }
     if (store_.is_const(out.term)) // decided by the extended reals' rules
       return Value::integer(store_.const_value(out.term) != 0);
@@ -1425,17 +1471,33 @@ private:
         if (a[t].kind != Value::Kind::Float || b[t].kind != Value::Kind::Float)
           not_modelled(op, "a data-dependent choice between values that are not reals");
         out[t] =
-            Value::real(cond[t].negated ? store_.ite(cond[t].term, b[t].term, a[t].term)
-                                        : store_.ite(cond[t].term, a[t].term, b[t].term));
+            Value::real(cond[t].negated ? select(cond[t].term, b[t].term, a[t].term)
+                                        : select(cond[t].term, a[t].term, b[t].term));
       }
     }
     return out;
+  }
+
+  // c ? a : b; the maximum or minimum of the two values compared, as such
+  // (x < y ? y : x is max(x, y) for every x and y).
+  TermId select(TermId c, TermId a, TermId b) {
+    const terms::Node &n = store_.node(c);
+    if (n.op == terms::Op::Lt || n.op == terms::Op::Le) {
+      TermId x = n.args[0], y = n.args[1];
+      if (a == y && b == x)
+        return store_.max(x, y);
+      if (a == x && b == y)
+        return store_.min(x, y);
+    }
+    return store_.ite(c, a, b);
   }
 
   // --- calls --------------------------------------------------------------
 
   Values eval_call(const clang::CallExpr *call, const Mask &on) {
     const clang::FunctionDecl *callee = call->getDirectCallee();
+    if (const auto *functor = stateless_functor(call))
+      return inline_call(call, *functor, on, 1);
     if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call) ||
         llvm::isa<clang::CXXOperatorCallExpr>(call))
       not_modelled(call, fmt::format("the call '{}'", text_of(call)));
@@ -1457,6 +1519,8 @@ private:
       return shuffle(call, name, *kind, on);
     if (name == "atomicAdd")
       return atomic_add(call, on);
+    if (name == "sincosf" || name == "__sincosf" || name == "sincos")
+      return sincos(call, on);
     if (auto fn = intrinsic(name, call))
       return apply(call, *fn, on);
     const clang::FunctionDecl *body = callee->getDefinition();
@@ -1464,8 +1528,11 @@ private:
       not_modelled(call, fmt::format("the function '{}'", name));
     // A header's body is a stand-in (ours) or inline assembly (the
     // toolkit's): only the names intercepted above have a meaning here.
-    if (sources_.isInSystemHeader(body->getLocation()))
+    if (sources_.isInSystemHeader(body->getLocation())) {
+      if (auto constant = folded_real(call)) // std::numeric_limits<float>::infinity()
+        return fill(on, Value::real(*constant));
       not_modelled(call, fmt::format("the toolkit function '{}'", name));
+    }
     return inline_call(call, *body, on);
   }
 
@@ -1582,8 +1649,63 @@ private:
     return out;
   }
 
+  // r(a, b) on an object of a class with no fields (apex's Add<T>, Max<T>):
+  // its operator()'s body, the object unused.
+  const clang::FunctionDecl *stateless_functor(const clang::CallExpr *call) const {
+    const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
+    if (!op || op->getOperator() != clang::OO_Call)
+      return nullptr;
+    const auto *method =
+        llvm::dyn_cast_or_null<clang::CXXMethodDecl>(op->getDirectCallee());
+    if (!method || method->isVirtual() || !method->getParent()->field_empty())
+      return nullptr;
+    const clang::FunctionDecl *body = method->getDefinition();
+    if (!body || !body->hasBody() || sources_.isInSystemHeader(body->getLocation()))
+      return nullptr;
+    return body;
+  }
+
+  // A real constant clang folds a toolkit call to (an infinity of
+  // std::numeric_limits); nullopt for anything else.
+  std::optional<TermId> folded_real(const clang::CallExpr *call) const {
+    llvm::APFloat value(0.0);
+    if (!call->getType()->isRealFloatingType() || !call->EvaluateAsFloat(value, context_))
+      return std::nullopt;
+    if (value.isInfinity())
+      return store_.extended(value.isNegative() ? terms::Extended::NegInf
+                                                : terms::Extended::PosInf);
+    if (value.isNaN())
+      return std::nullopt;
+    bool lost = false;
+    value.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return store_.constant_from_double(value.convertToDouble());
+  }
+
+  // sincosf(x, &s, &c): s = sin(x), c = cos(x).
+  Values sincos(const clang::CallExpr *call, const Mask &on) {
+    Values x = eval(call->getArg(0), on);
+    for (unsigned k : {1u, 2u}) {
+      const auto *address =
+          llvm::dyn_cast<clang::UnaryOperator>(call->getArg(k)->IgnoreParenImpCasts());
+      if (!address || address->getOpcode() != clang::UO_AddrOf)
+        not_modelled(call, fmt::format("'{}' with an output that is not '&variable'",
+                                       text_of(call)));
+      Values out(on.size());
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t]) {
+          if (x[t].kind != Value::Kind::Float)
+            not_modelled(
+                call, fmt::format("'{}' on a value that is not a real", text_of(call)));
+          out[t] = Value::real(
+              store_.app(k == 1 ? terms::Fn::Sin : terms::Fn::Cos, x[t].term));
+        }
+      store(place(address->getSubExpr(), on), out, on, call);
+    }
+    return Values(on.size());
+  }
+
   Values inline_call(const clang::CallExpr *call, const clang::FunctionDecl &fn,
-                     const Mask &on) {
+                     const Mask &on, unsigned first_arg = 0) {
     if (++call_depth_ > 64)
       not_modelled(call, "recursion deeper than 64 calls");
     for (const clang::ParmVarDecl *param : fn.parameters())
@@ -1591,15 +1713,15 @@ private:
         not_modelled(call, fmt::format("the reference parameter '{}' of '{}'",
                                        param->getNameAsString(), fn.getNameAsString()));
     std::vector<Values> args;
-    for (const clang::Expr *arg : call->arguments())
-      args.push_back(eval(arg, on));
+    for (unsigned i = first_arg; i < call->getNumArgs(); ++i)
+      args.push_back(eval(call->getArg(i), on));
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t]) {
         Frame frame;
         for (unsigned i = 0; i < fn.getNumParams(); ++i) {
           const clang::ParmVarDecl *param = fn.getParamDecl(i);
-          frame.registers[param] =
-              convert(args[i][t], call->getArg(i)->getType(), param->getType(), call);
+          frame.registers[param] = convert(
+              args[i][t], call->getArg(i + first_arg)->getType(), param->getType(), call);
         }
         threads_[t].frames.push_back(std::move(frame));
       }

@@ -76,10 +76,10 @@ public:
 // instantiates a template kernel as the launch names it, and the function
 // tells which declaration the name resolves to. Appended after the file's
 // last line, so the file's line numbers are unchanged.
-std::string launch_probe(std::size_t index, const KernelLaunch &launch) {
+std::string launch_probe(std::size_t index, const std::string &callee) {
   return fmt::format("\nstatic void __shardproof_launch_{}() {{ auto "
                      "*__shardproof_kernel = &{}; (void)__shardproof_kernel; }}\n",
-                     index, launch.callee());
+                     index, callee);
 }
 
 const clang::FunctionDecl *probed_kernel(clang::ASTContext &context, std::size_t index) {
@@ -106,7 +106,8 @@ const clang::FunctionDecl *probed_kernel(clang::ASTContext &context, std::size_t
 } // namespace
 
 ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &launches,
-                      const ParseOptions &options) {
+                      const ParseOptions &options,
+                      const std::vector<std::string> &hosts) {
   std::ifstream in(path);
   if (!in)
     return {std::nullopt, Diagnostic{{path, 0}, "cannot read " + path}};
@@ -117,7 +118,12 @@ ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &
   for (std::size_t i = 0; i < launches.size(); ++i) {
     probe_lines.push_back(static_cast<int>(std::count(code.begin(), code.end(), '\n')) +
                           2);
-    code += launch_probe(i, launches[i]);
+    code += launch_probe(i, launches[i].callee());
+  }
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    probe_lines.push_back(static_cast<int>(std::count(code.begin(), code.end(), '\n')) +
+                          2);
+    code += launch_probe(launches.size() + h, hosts[h]);
   }
 
   FirstError errors;
@@ -153,8 +159,119 @@ ParsedFile parse_file(const std::string &path, const std::vector<KernelLaunch> &
                                  launches[i].callee())}};
     impl->kernels[launches[i].callee()] = kernel;
   }
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    const clang::FunctionDecl *host =
+        probed_kernel(unit->getASTContext(), launches.size() + h);
+    if (host)
+      host = host->getDefinition();
+    if (host && host->hasBody())
+      impl->hosts[hosts[h]] = host;
+  }
   impl->unit = std::move(unit);
   return {CudaFile(std::move(impl)), std::nullopt};
+}
+
+std::vector<std::string> template_arguments(const clang::FunctionDecl &fn) {
+  std::vector<std::string> out;
+  const clang::TemplateArgumentList *args = fn.getTemplateSpecializationArgs();
+  if (!args)
+    return out;
+  clang::PrintingPolicy policy(fn.getASTContext().getLangOpts());
+  for (const clang::TemplateArgument &arg : args->asArray()) {
+    if (arg.getKind() == clang::TemplateArgument::Integral)
+      out.push_back(llvm::toString(arg.getAsIntegral(), 10));
+    else if (arg.getKind() == clang::TemplateArgument::Type)
+      out.push_back(arg.getAsType().getAsString(policy));
+    else
+      out.push_back("?");
+  }
+  return out;
+}
+
+namespace {
+
+// The __global__ functions and the host functions that launch kernels,
+// outside the toolkit's headers.
+class Lister : public clang::RecursiveASTVisitor<Lister> {
+public:
+  Lister(const clang::SourceManager &sources, FileListing &out)
+      : sources_(sources), out_(out) {}
+  bool shouldVisitTemplateInstantiations() const { return false; }
+
+  bool VisitFunctionDecl(clang::FunctionDecl *fn) {
+    if (!fn->doesThisDeclarationHaveABody() ||
+        sources_.isInSystemHeader(fn->getLocation()) ||
+        fn->getTemplateSpecializationKind() != clang::TSK_Undeclared)
+      return true;
+    std::vector<std::string> template_params, params, ints;
+    bool all_types = true;
+    if (const clang::FunctionTemplateDecl *t = fn->getDescribedFunctionTemplate())
+      for (const clang::NamedDecl *p : *t->getTemplateParameters()) {
+        template_params.push_back(p->getNameAsString());
+        all_types = all_types && llvm::isa<clang::TemplateTypeParmDecl>(p);
+      }
+    for (const clang::ParmVarDecl *p : fn->parameters()) {
+      params.push_back(p->getNameAsString());
+      if (p->getType()->isIntegerType())
+        ints.push_back(p->getNameAsString());
+    }
+    ir::SourceLoc loc = source_loc(sources_, fn->getLocation());
+    if (fn->hasAttr<clang::CUDAGlobalAttr>()) {
+      out_.kernels.push_back({fn->getNameAsString(), loc, template_params, params});
+      return true;
+    }
+    struct Launches : clang::RecursiveASTVisitor<Launches> {
+      std::vector<std::string> names;
+      bool VisitCUDAKernelCallExpr(clang::CUDAKernelCallExpr *call) {
+        const clang::Expr *callee = call->getCallee()->IgnoreParenImpCasts();
+        std::string name;
+        if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(callee))
+          name = ref->getDecl()->getNameAsString();
+        else if (const auto *lookup = llvm::dyn_cast<clang::UnresolvedLookupExpr>(callee))
+          name = lookup->getName().getAsString();
+        if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
+          names.push_back(name);
+        return true;
+      }
+    } launches;
+    launches.TraverseStmt(fn->getBody());
+    if (!launches.names.empty() && all_types)
+      out_.hosts.push_back(
+          {fn->getNameAsString(), loc, template_params, params, ints, launches.names});
+    return true;
+  }
+
+private:
+  const clang::SourceManager &sources_;
+  FileListing &out_;
+};
+
+} // namespace
+
+FileListing list_kernels(const std::string &path, const ParseOptions &options) {
+  FileListing listing;
+  FirstError errors;
+  std::unique_ptr<clang::ASTUnit> unit = clang::tooling::buildASTFromCodeWithArgs(
+      [&] {
+        std::ifstream in(path);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+      }(),
+      clang_arguments(options), path, "shardproof",
+      std::make_shared<clang::PCHContainerOperations>(),
+      clang::tooling::getClangStripDependencyFileAdjuster(),
+      clang::tooling::FileContentMappings(), &errors);
+  if (errors.error || !unit) {
+    Diagnostic error =
+        errors.error.value_or(Diagnostic{{path, 0}, "clang could not run"});
+    error.message = "the parser (clang 19) rejects this file: " + error.message;
+    listing.error = std::move(error);
+    return listing;
+  }
+  Lister lister(unit->getSourceManager(), listing);
+  lister.TraverseDecl(unit->getASTContext().getTranslationUnitDecl());
+  return listing;
 }
 
 } // namespace shardproof::frontend::cuda

@@ -152,7 +152,8 @@ TEST(CudaCli, AFileWithoutLaunchAnnotationsIsBadInput) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_TRUE(has(r.err,
                   "tests/cuda/kernels/no_annotations.cu: error: no '// shardproof: "
-                  "launch' annotation: nothing to check"))
+                  "launch' annotation and no kernel a profile recognises: nothing to "
+                  "check"))
       << r.err;
   auto missing = run_cli({"check", kernel("not_there.cu")});
   EXPECT_EQ(missing.exit_code, 2);
@@ -285,4 +286,122 @@ TEST(CudaCli, RotaryBackwardWritingAConstantIntoPassThroughChannelsIsRefuted) {
       << r.out;
   EXPECT_TRUE(has(r.out, "    grad[0,0,8] = 1\n")) << r.out;
   EXPECT_TRUE(has(r.out, "  Rank 0: grad_x[0,0,8] = 0  (should be 1)")) << r.out;
+}
+
+// --- kernels without annotations: profiles and dispatchers (issue 13) --------
+
+namespace {
+std::string profiled(const std::string &name) { return kernel("profiles/" + name); }
+
+std::size_t count(const std::string &text, const std::string &needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+} // namespace
+
+struct ProfiledCase {
+  const char *file;
+  std::size_t launches; // each proved
+};
+
+class CudaProfiledKernel : public ::testing::TestWithParam<ProfiledCase> {};
+
+TEST_P(CudaProfiledKernel, IsProvedAtEachReducedLaunchWithoutAnnotations) {
+  auto r = run_cli({"check", profiled(GetParam().file)});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), GetParam().launches)
+      << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Profiles, CudaProfiledKernel,
+    ::testing::Values(ProfiledCase{"scaled_softmax.cu", 3},
+                      ProfiledCase{"scaled_masked_softmax.cu", 3},
+                      ProfiledCase{"upper_triang_softmax.cu", 2},
+                      ProfiledCase{"fused_rope.cu", 1}, ProfiledCase{"bias_gelu.cu", 1},
+                      // one launch per case of its switch, log2_elements 0 to 6
+                      ProfiledCase{"dispatch_scaled_softmax.cu", 7}),
+    [](const auto &info) {
+      std::string name = info.param.file;
+      return name.substr(0, name.find('.'));
+    });
+
+TEST(CudaProfiles, TheProfileNamesItselfAndTheLaunch) {
+  auto r = run_cli({"check", profiled("upper_triang_softmax.cu")});
+  EXPECT_TRUE(has(r.out,
+                  "upper_triang_softmax.cu::scaled_upper_triang_masked_softmax_warp_"
+                  "forward<float, float, float, 2> (profile: apex/Megatron scaled "
+                  "upper-triangular (causal) masked softmax (forward)) --world 1: "
+                  "proved"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "'dst' equals the reference 'torch.softmax((src * scale)."
+                         "masked_fill(torch.ones(3, 3).triu(1).bool(), float('-inf')), "
+                         "dim=-1)'"))
+      << r.out;
+}
+
+TEST(CudaProfiles, AFullyMaskedRowThatIsNotZeroIsRefutedAtThatRow) {
+  auto r = run_cli({"check", profiled("scaled_masked_softmax_uniform_masked_row.cu"),
+                    "--format", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["findings"].size(), 3u) << r.out; // one per reduced launch
+  for (const auto &f : report["findings"]) {
+    EXPECT_EQ(f["rule_id"], "SP012");
+    // Row 1 of the mask is masked whole: the kernel writes 1/n, not 0.
+    EXPECT_EQ(f["example"]["element"], "dst[0,0,1,0]") << f;
+    EXPECT_EQ(f["example"]["reference"], 0.0) << f;
+    EXPECT_GT(f["example"]["ranks"][0]["value"].get<double>(), 0.0) << f;
+  }
+}
+
+TEST(CudaProfiles, ACausalMaskOffByOneIsRefuted) {
+  auto r = run_cli({"check", profiled("upper_triang_softmax_off_by_one.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(count(r.out, "[SP012]"), 2u) << r.out;
+  EXPECT_TRUE(has(r.out, "writes here into dst[0,0,0] differs from the reference "
+                         "'torch.softmax((src * scale).masked_fill(torch.ones(3, 3)"))
+      << r.out;
+}
+
+TEST(CudaProfiles, ARotaryEmbeddingThatDropsThePassThroughIsRefuted) {
+  auto r = run_cli({"check", profiled("fused_rope_no_passthrough.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "error: kernel 'fused_rope_forward<float>' never writes "
+                         "dst[0,0,0,8], which the reference"))
+      << r.out;
+}
+
+TEST(CudaProfiles, ABiasIndexedByElementReadsPastTheBias) {
+  auto r = run_cli({"check", profiled("bias_gelu_unbroadcast_bias.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "bias_gelu_unbroadcast_bias.cu:23:9: error: out-of-bounds read of "
+                  "bias[16]"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "[SP014]")) << r.out;
+}
+
+TEST(CudaDispatch, ASizeNoCaseLaunchesIsKernelNotLaunched) {
+  auto r = run_cli({"check", profiled("dispatch_scaled_softmax_missing_case.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(
+      r.out, "dispatch_scaled_softmax_missing_case.cu:34:3: error: kernel not launched: "
+             "'dispatch_scaled_softmax_forward' accepts query_seq_len = 8, "
+             "key_seq_len = 17, batches = 1, attn_heads = 1 but no case of 'switch "
+             "(log2_elements)' launches a kernel for its value 5: the output is left "
+             "as it was [SP015]"))
+      << r.out;
+  EXPECT_EQ(count(r.out, "[SP015]"), 1u) << r.out;
+  // The cases it has are each checked, and proved.
+  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 6u) << r.out;
+}
+
+TEST(CudaDispatch, KernelNotLaunchedIsARuleWithItsDocs) {
+  auto r = run_cli({"rules"});
+  EXPECT_TRUE(has(r.out, "SP015")) << r.out;
+  EXPECT_TRUE(has(r.out, "kernel-not-launched")) << r.out;
 }

@@ -222,9 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "the reference parameter 'v' of 'twice'"},
         Unmodelled{"mixed_struct", "Mixed m; m.a = x[t]; out[t] = m.a;",
                    "(CXXConstructExpr)"},
-        Unmodelled{
-            "float_equality", "out[t] = x[t] == 0.0f ? 0.0f : x[t];",
-            "the equality test 'x[t] == 0.0f' of data-dependent floating-point values"},
+        Unmodelled{"real_to_integer", "out[t] = (float)(int)x[t];",
+                   "a data-dependent floating-point value converted to an integer"},
         Unmodelled{
             "data_dependent_and",
             "float v = x[t]; if (v > 0.0f && v < 1.0f) v = 0.5f; out[t] = v;",
@@ -284,4 +283,156 @@ __global__ void k(float *x, int n) { x[threadIdx.x] = x[threadIdx.x % n]; }
   ASSERT_TRUE(l->result.unsupported);
   EXPECT_EQ(l->result.unsupported->message,
             "arg 'n' = 2.5 is not an integer, but the kernel's parameter is one");
+}
+
+TEST(CudaLifter, EqualityOfRealsIsAChoiceOnBothOrders) {
+  // x == 0 as max(x, 0) <= min(x, 0): true at 0 only, on either side of it.
+  std::string path = scratch_kernel("float_equality", R"(#include <cuda_runtime.h>
+// shardproof: launch k grid=(1) block=(2)
+// shardproof: arg x = float32[2]
+// shardproof: arg out = float32[2]
+// shardproof: reference out = x
+__global__ void k(const float *x, float *out) {
+  int t = threadIdx.x;
+  out[t] = t == 0 ? (x[t] == 0.0f ? 5.0f : x[t]) : (x[t] != 0.0f ? x[t] : 5.0f);
+}
+)");
+  auto l = lift_file(path, "float_equality");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  const auto &x = l->inputs["x"];
+  for (double v : {-2.0, 0.0, 3.0})
+    for (int t : {0, 1}) {
+      terms::DoubleEvaluator eval(l->store,
+                                  [&](TermId var) { return var == x[t] ? v : 1.0; });
+      EXPECT_EQ(eval(l->result.buffers["out"][t]), v == 0 ? 5.0 : v) << "x = " << v;
+    }
+}
+
+// --- profiles and host dispatchers (issue 13) ---------------------------------
+
+namespace {
+std::string profile_path(const std::string &name) {
+  return kernel_path("profiles/" + name);
+}
+
+const cuda::KernelSignature &signature(const cuda::FileListing &listing,
+                                       const std::string &name) {
+  for (const auto &k : listing.kernels)
+    if (k.name == name)
+      return k;
+  throw std::runtime_error("no kernel " + name);
+}
+} // namespace
+
+TEST(CudaProfiles, KernelsAndDispatchersAreListedWithTheirParameters) {
+  auto listing = cuda::list_kernels(profile_path("dispatch_scaled_softmax.cu"), {});
+  ASSERT_FALSE(listing.error) << listing.error->message;
+  const auto &kernel = signature(listing, "scaled_softmax_warp_forward");
+  EXPECT_EQ(kernel.template_params,
+            (std::vector<std::string>{"input_t", "output_t", "acc_t", "log2_elements"}));
+  EXPECT_EQ(kernel.params,
+            (std::vector<std::string>{"dst", "src", "scale", "micro_batch_size",
+                                      "element_count"}));
+  const cuda::KernelProfile *profile = cuda::profile_for(kernel);
+  ASSERT_TRUE(profile);
+  EXPECT_EQ(profile->name(), "apex/Megatron scaled softmax (forward)");
+  ASSERT_EQ(listing.hosts.size(), 1u);
+  EXPECT_EQ(listing.hosts[0].name, "dispatch_scaled_softmax_forward");
+  EXPECT_EQ(listing.hosts[0].int_params,
+            (std::vector<std::string>{"query_seq_len", "key_seq_len", "batches",
+                                      "attn_heads"}));
+  EXPECT_EQ(listing.hosts[0].launches,
+            std::vector<std::string>{"scaled_softmax_warp_forward"});
+}
+
+TEST(CudaProfiles, AKernelWithoutAProfileIsNotRecognised) {
+  auto listing = cuda::list_kernels(kernel_path("no_annotations.cu"), {});
+  ASSERT_FALSE(listing.error);
+  ASSERT_EQ(listing.kernels.size(), 1u);
+  EXPECT_FALSE(cuda::profile_for(listing.kernels[0]));
+  EXPECT_TRUE(listing.hosts.empty());
+}
+
+namespace {
+cuda::ParsedFile parse_dispatcher(const std::string &name) {
+  return cuda::parse_file(profile_path(name), {}, {},
+                          {"dispatch_scaled_softmax_forward<float, float, float>"});
+}
+const std::string kDispatcher = "dispatch_scaled_softmax_forward<float, float, float>";
+} // namespace
+
+TEST(CudaHost, TheDispatcherLaunchesTheCaseOfItsSizeAsItComputesIt) {
+  auto parsed = parse_dispatcher("dispatch_scaled_softmax.cu");
+  ASSERT_TRUE(parsed.file) << parsed.error->message;
+  auto run = parsed.file->run_host(
+      kDispatcher,
+      {{"query_seq_len", 8}, {"key_seq_len", 17}, {"batches", 1}, {"attn_heads", 3}});
+  ASSERT_EQ(run.end, cuda::HostRun::End::Returned) << run.why;
+  ASSERT_EQ(run.launches.size(), 1u);
+  const auto &launch = run.launches[0];
+  EXPECT_EQ(launch.kernel, "scaled_softmax_warp_forward");
+  EXPECT_EQ(launch.choice.template_args,
+            (std::vector<std::string>{"float", "float", "float", "5"}));
+  EXPECT_EQ(launch.choice.grid, (std::array<int, 3>{1, 3, 1}));
+  EXPECT_EQ(launch.choice.block, (std::array<int, 3>{32, 4, 1}));
+  EXPECT_EQ(launch.choice.ints.at("micro_batch_size"), 24);
+  EXPECT_EQ(launch.choice.ints.at("element_count"), 17);
+  EXPECT_EQ(run.switch_on, "log2_elements");
+  EXPECT_EQ(run.switch_value, 5);
+}
+
+TEST(CudaHost, AFailedAssertionIsTheHostRefusingTheSizes) {
+  auto parsed = parse_dispatcher("dispatch_scaled_softmax.cu");
+  ASSERT_TRUE(parsed.file) << parsed.error->message;
+  for (auto [query, key] : {std::pair{8, 65}, std::pair{3, 17}}) {
+    auto run = parsed.file->run_host(kDispatcher, {{"query_seq_len", query},
+                                                   {"key_seq_len", key},
+                                                   {"batches", 1},
+                                                   {"attn_heads", 1}});
+    EXPECT_EQ(run.end, cuda::HostRun::End::Rejected) << query << " " << key;
+    EXPECT_TRUE(run.launches.empty());
+    EXPECT_NE(run.why.find("__assert_fail"), std::string::npos) << run.why;
+  }
+}
+
+TEST(CudaHost, ASizeWithoutACaseReturnsWithoutALaunch) {
+  auto parsed = parse_dispatcher("dispatch_scaled_softmax_missing_case.cu");
+  ASSERT_TRUE(parsed.file) << parsed.error->message;
+  auto run = parsed.file->run_host(
+      kDispatcher,
+      {{"query_seq_len", 8}, {"key_seq_len", 17}, {"batches", 1}, {"attn_heads", 1}});
+  EXPECT_EQ(run.end, cuda::HostRun::End::Returned) << run.why;
+  EXPECT_TRUE(run.launches.empty());
+  EXPECT_EQ(run.switch_value, 5);
+  EXPECT_EQ(run.at.line, 34);
+}
+
+TEST(CudaProfiles, TheMaskedSoftmaxMasksARowWholeAndSaysItGivesZero) {
+  auto listing = cuda::list_kernels(profile_path("scaled_masked_softmax.cu"), {});
+  ASSERT_FALSE(listing.error) << listing.error->message;
+  const auto &kernel = signature(listing, "scaled_masked_softmax_warp_forward");
+  const cuda::KernelProfile *profile = cuda::profile_for(kernel);
+  ASSERT_TRUE(profile);
+  auto choices = profile->own_launches(kernel);
+  ASSERT_EQ(choices.size(), 3u);
+  std::string why;
+  auto launch = profile->complete(kernel, choices[1], why); // rows of 32
+  ASSERT_TRUE(launch) << why;
+  EXPECT_EQ(launch->callee(),
+            "scaled_masked_softmax_warp_forward<float, float, float, 5>");
+  EXPECT_EQ(launch->block, (std::array<int, 3>{32, 4, 1}));
+  const cuda::KernelArg *mask = launch->arg("mask");
+  ASSERT_TRUE(mask && mask->is_concrete());
+  EXPECT_EQ(mask->shape, (ir::Shape{8, 32}));
+  for (int c = 0; c < 32; ++c)
+    EXPECT_EQ(mask->concrete[32 + c], 1) << "row 1 is masked whole";
+  EXPECT_EQ(mask->concrete[0], 1); // every third key of the other rows
+  EXPECT_EQ(mask->concrete[1], 0);
+  EXPECT_EQ(mask->concrete[3], 1);
+  EXPECT_NE(launch->reference.find("torch.where("), std::string::npos);
+  // A mask per batch is not what the profile knows.
+  auto per_batch = choices[1];
+  per_batch.ints["pad_batches"] = 2;
+  EXPECT_FALSE(profile->complete(kernel, per_batch, why));
+  EXPECT_EQ(why, "a mask per batch (pad_batches > 1) is not profiled");
 }

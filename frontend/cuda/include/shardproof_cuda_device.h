@@ -107,6 +107,24 @@ __SP_UNARY(__sinf, __builtin_sinf)
 __SP_UNARY(__cosf, __builtin_cosf)
 __SP_UNARY(fabsf, __builtin_fabsf)
 #undef __SP_UNARY
+__SP_DEVICE void sincosf(float x, float *s, float *c) {
+  *s = __builtin_sinf(x);
+  *c = __builtin_cosf(x);
+}
+// std:: spellings of the same (apex's std::exp on float accumulators).
+namespace std {
+#define __SP_UNARY(name, builtin)                                                        \
+  __SP_DEVICE float name(float x) { return builtin(x); }
+__SP_UNARY(exp, __builtin_expf)
+__SP_UNARY(log, __builtin_logf)
+__SP_UNARY(sqrt, __builtin_sqrtf)
+__SP_UNARY(tanh, __builtin_tanhf)
+__SP_UNARY(erf, __builtin_erff)
+__SP_UNARY(sin, __builtin_sinf)
+__SP_UNARY(cos, __builtin_cosf)
+__SP_UNARY(fabs, __builtin_fabsf)
+#undef __SP_UNARY
+} // namespace std
 __SP_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __SP_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __SP_DEVICE float fmaf(float a, float b, float c) { return a * b + c; }
