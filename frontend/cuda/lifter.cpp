@@ -44,8 +44,19 @@ struct FindingRecorded {};
 
 enum class Flow : std::uint8_t { Running, Returned, Broken, Continued };
 
+// Where a name refers to: a register of a frame (var, frame) or a buffer
+// element (buffer, offset).
+struct Place {
+  const clang::VarDecl *var = nullptr; // a register
+  int buffer = -1;                     // else a buffer element
+  std::int64_t offset = 0;
+  int frame = -1; // the register's frame (its index in the thread's frames)
+};
+
 struct Frame {
   std::unordered_map<const clang::VarDecl *, Value> registers;
+  // A reference parameter: the caller's variable or element it names.
+  std::unordered_map<const clang::VarDecl *, Place> references;
   Value returned;
 };
 
@@ -671,6 +682,8 @@ private:
     switch (cast->getCastKind()) {
     case clang::CK_LValueToRValue:
       return load(sub, on);
+    case clang::CK_NullToPointer: // a null pointer: the integer 0 here
+      return fill(on, Value::integer(0));
     case clang::CK_ArrayToPointerDecay:
     case clang::CK_NoOp:
     case clang::CK_FunctionToPointerDecay:
@@ -726,8 +739,9 @@ private:
       return Value::real(store_.constant(v.i));
     if ((to->isRealFloatingType() || is_sixteen_bit(to)) && v.kind == Value::Kind::Float)
       return v; // half, float, double: all reals here
-    if (to->isPointerType() && v.kind == Value::Kind::Pointer)
-      return v;
+    if (to->isPointerType() &&
+        (v.kind == Value::Kind::Pointer || (v.kind == Value::Kind::Int && v.i == 0)))
+      return v; // a buffer, or null
     if (to->isIntegerType() && v.kind == Value::Kind::SymBool)
       return v; // a comparison as 0/1, for a branch to decide
     not_modelled(at, fmt::format("the conversion to '{}'", to.getAsString()));
@@ -751,12 +765,6 @@ private:
 
   // --- memory -------------------------------------------------------------
 
-  struct Place {
-    const clang::VarDecl *var = nullptr; // a register
-    int buffer = -1;                     // else a buffer element
-    std::int64_t offset = 0;
-  };
-
   std::vector<Place> place(const clang::Expr *e, const Mask &on) {
     e = e->IgnoreParens();
     std::vector<Place> out(on.size());
@@ -767,7 +775,10 @@ private:
       for (std::size_t t = 0; t < on.size(); ++t) {
         if (!on[t])
           continue;
-        if (auto it = shared_.find(var); it != shared_.end())
+        const Frame &frame = threads_[t].frames.back();
+        if (auto alias = frame.references.find(var); alias != frame.references.end())
+          out[t] = alias->second;
+        else if (auto it = shared_.find(var); it != shared_.end())
           out[t] = {nullptr, it->second, 0};
         else if (auto local = threads_[t].locals.find(var);
                  local != threads_[t].locals.end())
@@ -775,7 +786,7 @@ private:
         else if (var->getType()->isArrayType())
           not_modelled(e, fmt::format("the array '{}'", var->getNameAsString()));
         else
-          out[t] = {var};
+          out[t] = {var, -1, 0, static_cast<int>(threads_[t].frames.size()) - 1};
       }
       return out;
     }
@@ -994,7 +1005,7 @@ private:
         continue;
       const Place &p = places[t];
       if (p.var) {
-        out[t] = read_register(static_cast<int>(t), p.var, e);
+        out[t] = read_register(static_cast<int>(t), p.var, e, p.frame);
         continue;
       }
       Buffer &buffer = access(p, static_cast<int>(t), false, e);
@@ -1007,8 +1018,10 @@ private:
     return out;
   }
 
-  Value read_register(int t, const clang::VarDecl *var, const clang::Expr *e) {
-    auto &registers = threads_[t].frames.back().registers;
+  Value read_register(int t, const clang::VarDecl *var, const clang::Expr *e,
+                      int frame = -1) {
+    auto &frames = threads_[t].frames;
+    auto &registers = (frame < 0 ? frames.back() : frames[frame]).registers;
     auto it = registers.find(var);
     if (it != registers.end() && it->second.kind != Value::Kind::Undef)
       return it->second;
@@ -1030,7 +1043,8 @@ private:
       const Place &p = places[t];
       Thread &thread = threads_[t];
       if (p.var) {
-        Value &reg = thread.frames.back().registers[p.var];
+        Value &reg = (p.frame < 0 ? thread.frames.back() : thread.frames[p.frame])
+                         .registers[p.var];
         reg = guarded(thread, p.var, reg, values[t], e);
         continue;
       }
@@ -1295,6 +1309,11 @@ private:
     if (a.kind == Value::Kind::Pointer && b.kind == Value::Kind::Pointer &&
         a.buffer == b.buffer)
       return compare(kind, Value::integer(a.offset), Value::integer(b.offset), at);
+    // A buffer is never null (p != NULL, p == nullptr).
+    if ((kind == clang::BO_EQ || kind == clang::BO_NE) &&
+        ((a.kind == Value::Kind::Pointer && b.kind == Value::Kind::Int && b.i == 0) ||
+         (b.kind == Value::Kind::Pointer && a.kind == Value::Kind::Int && a.i == 0)))
+      return Value::integer(kind == clang::BO_NE);
     if (a.kind != Value::Kind::Float || b.kind != Value::Kind::Float)
       not_modelled(at, fmt::format("the comparison '{}'", text_of(at)));
     if (store_.is_const(a.term) && store_.is_const(b.term))
@@ -1497,7 +1516,8 @@ private:
   Values eval_call(const clang::CallExpr *call, const Mask &on) {
     const clang::FunctionDecl *callee = call->getDirectCallee();
     if (const auto *functor = stateless_functor(call))
-      return inline_call(call, *functor, on, 1);
+      return inline_call(call, *functor, on,
+                         llvm::isa<clang::CXXOperatorCallExpr>(call) ? 1 : 0);
     if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call) ||
         llvm::isa<clang::CXXOperatorCallExpr>(call))
       not_modelled(call, fmt::format("the call '{}'", text_of(call)));
@@ -1649,14 +1669,16 @@ private:
     return out;
   }
 
-  // r(a, b) on an object of a class with no fields (apex's Add<T>, Max<T>):
-  // its operator()'s body, the object unused.
+  // r(a, b) or o.f(a) on an object of a class with no fields (apex's
+  // Add<T>, Max<T>, SharedMemory<T>::getPointer()): the method's body, the
+  // object unused.
   const clang::FunctionDecl *stateless_functor(const clang::CallExpr *call) const {
     const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
-    if (!op || op->getOperator() != clang::OO_Call)
+    if ((!op || op->getOperator() != clang::OO_Call) &&
+        !llvm::isa<clang::CXXMemberCallExpr>(call))
       return nullptr;
     const auto *method =
-        llvm::dyn_cast_or_null<clang::CXXMethodDecl>(op->getDirectCallee());
+        llvm::dyn_cast_or_null<clang::CXXMethodDecl>(call->getDirectCallee());
     if (!method || method->isVirtual() || !method->getParent()->field_empty())
       return nullptr;
     const clang::FunctionDecl *body = method->getDefinition();
@@ -1708,20 +1730,37 @@ private:
                      const Mask &on, unsigned first_arg = 0) {
     if (++call_depth_ > 64)
       not_modelled(call, "recursion deeper than 64 calls");
-    for (const clang::ParmVarDecl *param : fn.parameters())
-      if (param->getType()->isReferenceType())
-        not_modelled(call, fmt::format("the reference parameter '{}' of '{}'",
-                                       param->getNameAsString(), fn.getNameAsString()));
+    // A reference parameter names its argument's place (a variable, an
+    // element); a const one of a scalar is a copy of the value.
     std::vector<Values> args;
-    for (unsigned i = first_arg; i < call->getNumArgs(); ++i)
-      args.push_back(eval(call->getArg(i), on));
+    std::map<unsigned, std::vector<Place>> references;
+    for (unsigned i = first_arg; i < call->getNumArgs(); ++i) {
+      const clang::ParmVarDecl *param = fn.getParamDecl(i - first_arg);
+      clang::QualType type = param->getType();
+      if (type->isReferenceType() && !(type.getNonReferenceType().isConstQualified() &&
+                                       type.getNonReferenceType()->isScalarType())) {
+        const clang::Expr *arg = call->getArg(i)->IgnoreImplicit();
+        if (!arg->isGLValue() || !type.getNonReferenceType()->isScalarType())
+          not_modelled(call, fmt::format("the reference parameter '{}' of '{}'",
+                                         param->getNameAsString(), fn.getNameAsString()));
+        references[i - first_arg] = place(arg, on);
+        args.emplace_back(on.size());
+        continue;
+      }
+      args.push_back(value(call->getArg(i), on));
+    }
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t]) {
         Frame frame;
         for (unsigned i = 0; i < fn.getNumParams(); ++i) {
           const clang::ParmVarDecl *param = fn.getParamDecl(i);
-          frame.registers[param] = convert(
-              args[i][t], call->getArg(i + first_arg)->getType(), param->getType(), call);
+          if (auto ref = references.find(i); ref != references.end()) {
+            frame.references[param] = ref->second[t];
+            continue;
+          }
+          frame.registers[param] =
+              convert(args[i][t], call->getArg(i + first_arg)->getType(),
+                      param->getType().getNonReferenceType(), call);
         }
         threads_[t].frames.push_back(std::move(frame));
       }

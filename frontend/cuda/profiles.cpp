@@ -259,6 +259,70 @@ public:
   }
 };
 
+// --- apex layer norm and RMS norm (forward) --------------------------------
+//
+// cuApplyLayerNorm(output_vals, mean, invvar, vals, n1, n2, epsilon, gamma,
+// beta) and cuApplyRMSNorm(output_vals, invvar, vals, n1, n2, epsilon,
+// gamma): rows of n2, one per block row; the host launches threads (32, 4)
+// and blocks (1, n1) with shared memory for the warps' partial results.
+class ApexNorm : public KernelProfile {
+public:
+  explicit ApexNorm(bool rms) : rms_(rms) {}
+  std::string name() const override {
+    return rms_ ? "apex RMS norm (forward)" : "apex layer norm (forward)";
+  }
+  bool matches(const KernelSignature &kernel) const override {
+    return kernel.name == (rms_ ? "cuApplyRMSNorm" : "cuApplyLayerNorm") &&
+           kernel.params.size() == (rms_ ? 7u : 9u) && kernel.template_params.size() == 3;
+  }
+  std::vector<HostChoice> own_launches(const KernelSignature &kernel) const override {
+    HostChoice choice;
+    choice.template_args = {"float", "float", "float"};
+    choice.block = {32, 4, 1};
+    const int rows = 2, cols = 12;
+    choice.grid = {1, rows, 1};
+    choice.shared_bytes = (4 + 4 / 2) * 4;
+    choice.ints = {{kernel.params[n1()], rows}, {kernel.params[n1() + 1], cols}};
+    return {choice};
+  }
+  std::optional<KernelLaunch> complete(const KernelSignature &kernel,
+                                       const HostChoice &choice,
+                                       std::string &why) const override {
+    auto t = real_type(choice.template_args.at(0)),
+         u = real_type(choice.template_args.at(1)),
+         v = real_type(choice.template_args.at(2));
+    if (!t || !u || !v) {
+      why = "element types other than float, half and bfloat16 are not profiled";
+      return std::nullopt;
+    }
+    const auto &p = kernel.params;
+    std::int64_t rows = choice.ints.at(p[n1()]), cols = choice.ints.at(p[n1() + 1]);
+    KernelLaunch launch = launch_of(kernel, choice);
+    std::string out = p[0], vals = p[n1() - 1], eps = p[n1() + 2], gamma = p[n1() + 3];
+    launch.args.push_back(buffer(out, *v, {rows, cols}));
+    if (!rms_)
+      launch.args.push_back(buffer(p[1], *u, {rows}));      // mean
+    launch.args.push_back(buffer(p[n1() - 2], *u, {rows})); // invvar
+    launch.args.push_back(buffer(vals, *t, {rows, cols}));
+    launch.args.push_back(scalar(eps, "1e-5"));
+    launch.args.push_back(buffer(gamma, *v, {cols}));
+    if (!rms_)
+      launch.args.push_back(buffer(p[8], *v, {cols})); // beta
+    launch.output = out;
+    launch.reference =
+        rms_ ? fmt::format(
+                   "{0} * torch.rsqrt({0}.pow(2).mean(-1, keepdim=True) + {1}) * {2}",
+                   vals, eps, gamma)
+             : fmt::format("torch.nn.functional.layer_norm({}, ({},), {}, {}, {})", vals,
+                           cols, gamma, p[8], eps);
+    return launch;
+  }
+
+private:
+  std::size_t n1() const { return rms_ ? 3 : 4; } // the position of n1
+  bool rms_;
+};
+
 // --- DeepSpeed inference bias-GeLU ------------------------------------------
 //
 // fused_bias_gelu(input, bias, total_count, intermediate_size): in place,
@@ -325,9 +389,10 @@ const std::vector<const KernelProfile *> &kernel_profiles() {
       V::UpperTriangular, "scaled_upper_triang_masked_softmax_warp_forward",
       {"dst", "src", "scale", "micro_batch_size", "stride", "element_count"});
   static const ApexRope rope;
+  static const ApexNorm layer_norm(false), rms_norm(true);
   static const DeepSpeedBiasGelu bias_gelu;
-  static const std::vector<const KernelProfile *> all{&scaled, &masked, &causal, &rope,
-                                                      &bias_gelu};
+  static const std::vector<const KernelProfile *> all{
+      &scaled, &masked, &causal, &rope, &layer_norm, &rms_norm, &bias_gelu};
   return all;
 }
 

@@ -322,6 +322,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ProfiledCase{"scaled_masked_softmax.cu", 3},
                       ProfiledCase{"upper_triang_softmax.cu", 2},
                       ProfiledCase{"fused_rope.cu", 1}, ProfiledCase{"bias_gelu.cu", 1},
+                      // cuApplyLayerNorm and cuApplyRMSNorm, Welford's online variance
+                      ProfiledCase{"layer_norm.cu", 2},
                       // one launch per case of its switch, log2_elements 0 to 6
                       ProfiledCase{"dispatch_scaled_softmax.cu", 7}),
     [](const auto &info) {
@@ -404,4 +406,18 @@ TEST(CudaDispatch, KernelNotLaunchedIsARuleWithItsDocs) {
   auto r = run_cli({"rules"});
   EXPECT_TRUE(has(r.out, "SP015")) << r.out;
   EXPECT_TRUE(has(r.out, "kernel-not-launched")) << r.out;
+}
+
+TEST(CudaProfiles, TheUnbiasedVarianceIsRefutedForLayerAndRmsNorm) {
+  auto r = run_cli({"check", profiled("layer_norm_unbiased_variance.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "error: the value kernel 'cuApplyLayerNorm<float, float, float>' "
+                  "writes here into output_vals[0,0] differs from the reference "
+                  "'torch.nn.functional.layer_norm(vals, (12,), gamma, beta, "
+                  "epsilon)' [SP012]"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "error: the value kernel 'cuApplyRMSNorm<float, float, float>' "
+                         "writes here into output_vals[0,0]"))
+      << r.out;
 }

@@ -184,7 +184,7 @@ TEST_P(CudaUnmodelled, StopsTheLiftAtItsLine) {
   std::ofstream(path) << "#include <cuda_runtime.h>\n"
                          "#include <cooperative_groups.h>\n"
                          "struct Mixed { float a; int b; };\n"
-                         "__device__ float twice(float &v) { return v *= 2.0f; }\n"
+                         "__device__ float first(const float4 &v) { return v.x; }\n"
                          "// shardproof: launch k grid=(1) block=(32)\n"
                          "// shardproof: arg x = float32[32]\n"
                          "// shardproof: arg out = float32[32]\n"
@@ -218,8 +218,9 @@ INSTANTIATE_TEST_SUITE_P(
         Unmodelled{"cooperative_groups",
                    "cooperative_groups::this_thread_block().sync(); out[t] = x[t];",
                    "the call 'cooperative_groups::this_thread_block().sync()'"},
-        Unmodelled{"reference_parameter", "float v = x[t]; out[t] = twice(v);",
-                   "the reference parameter 'v' of 'twice'"},
+        Unmodelled{"struct_reference_parameter",
+                   "out[t] = first(reinterpret_cast<const float4 *>(x)[0]);",
+                   "the reference parameter 'v' of 'first'"},
         Unmodelled{"mixed_struct", "Mixed m; m.a = x[t]; out[t] = m.a;",
                    "(CXXConstructExpr)"},
         Unmodelled{"real_to_integer", "out[t] = (float)(int)x[t];",
@@ -435,4 +436,36 @@ TEST(CudaProfiles, TheMaskedSoftmaxMasksARowWholeAndSaysItGivesZero) {
   per_batch.ints["pad_batches"] = 2;
   EXPECT_FALSE(profile->complete(kernel, per_batch, why));
   EXPECT_EQ(why, "a mask per batch (pad_batches > 1) is not profiled");
+}
+
+TEST(CudaLifter, AReferenceParameterNamesTheCallersVariableOrElement) {
+  // apex's Welford updates: void f(U curr, U &mu, U &count), on registers
+  // and on elements of a local array.
+  std::string path = scratch_kernel("reference_parameters", R"(#include <cuda_runtime.h>
+__device__ void accumulate(const float &v, float &sum, float &count) {
+  sum += v;
+  count = count + 1.0f;
+}
+// shardproof: launch k grid=(1) block=(2)
+// shardproof: arg x = float32[2,3]
+// shardproof: arg out = float32[2]
+// shardproof: reference out = x.mean(-1)
+__global__ void k(const float *x, float *out) {
+  float sum = 0.0f, counts[1] = {0.0f};
+  for (int c = 0; c < 3; ++c)
+    accumulate(x[threadIdx.x * 3 + c], sum, counts[0]);
+  out[threadIdx.x] = sum / counts[0];
+}
+)");
+  auto l = lift_file(path, "reference_parameters");
+  ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  const auto &x = l->inputs["x"];
+  std::vector<TermId> means;
+  for (int row = 0; row < 2; ++row)
+    means.push_back(
+        l->store.mul(l->store.add(std::span<const TermId>(x.data() + 3 * row, 3)),
+                     l->store.constant(mpq_class(1, 3))));
+  auto verdict = prove(*l, l->result.buffers["out"], means);
+  EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
 }
