@@ -35,6 +35,13 @@ calls_by_name(const ir::Trace &trace) {
   return out;
 }
 
+// A reference call and its twins, on every rank or on `members` only.
+struct Match {
+  const ir::ModuleCall *ref;
+  Calls twins;
+  std::vector<int> members; // empty: every rank, in order
+};
+
 class ModuleEquivalenceCheck final : public Check {
 public:
   std::string_view name() const override { return "module-equivalence"; }
@@ -45,38 +52,48 @@ public:
     std::vector<std::map<std::pair<std::string, int>, const ir::ModuleCall *>> ranks;
     for (int r = 0; r < program.world(); ++r)
       ranks.push_back(calls_by_name(program.rank(r)));
-    // Every reference call with its twin on every rank.
-    std::vector<std::pair<const ir::ModuleCall *, Calls>> matched;
+    // Every reference call with its twin on each rank that makes it: every
+    // rank, or only some (a pipeline stage's layers, an expert-parallel
+    // rank's experts), whose names the entry maps to the reference's.
+    std::vector<Match> matched;
     std::map<std::string, int> seen;
     for (const ir::ModuleCall &ref : program.reference().module_calls) {
       std::pair<std::string, int> key{ref.name, seen[ref.name]++};
-      Calls twins;
-      for (const auto &calls : ranks) {
-        auto it = calls.find(key);
-        if (it == calls.end() || it->second->inputs.size() != ref.inputs.size() ||
-            it->second->outputs.size() != ref.outputs.size())
-          break;
-        twins.push_back(it->second);
+      Match match{&ref, {}, {}};
+      bool fits = true;
+      for (int r = 0; r < program.world() && fits; ++r) {
+        auto it = ranks[r].find(key);
+        if (it == ranks[r].end())
+          continue;
+        fits = it->second->inputs.size() == ref.inputs.size() &&
+               it->second->outputs.size() == ref.outputs.size();
+        match.twins.push_back(it->second);
+        match.members.push_back(r);
       }
-      if (static_cast<int>(twins.size()) == program.world())
-        matched.push_back({&ref, std::move(twins)});
+      if (!fits || match.twins.empty())
+        continue;
+      if (static_cast<int>(match.twins.size()) == program.world())
+        match.members.clear();
+      matched.push_back(std::move(match));
     }
-    for (const auto &[ref, twins] : matched) {
-      for (std::size_t k = 0; k < ref->inputs.size(); ++k)
-        check_boundary(context, *ref, twins, k, Crossing::Input);
-      for (std::size_t k = 0; k < ref->outputs.size(); ++k)
-        check_boundary(context, *ref, twins, k, Crossing::Output);
+    for (const Match &m : matched) {
+      for (std::size_t k = 0; k < m.ref->inputs.size(); ++k)
+        check_boundary(context, m, k, Crossing::Input);
+      for (std::size_t k = 0; k < m.ref->outputs.size(); ++k)
+        check_boundary(context, m, k, Crossing::Output);
     }
     for (auto it = matched.rbegin(); it != matched.rend(); ++it)
-      for (std::size_t k = 0; k < it->first->outputs.size(); ++k)
-        check_boundary(context, *it->first, it->second, k, Crossing::OutputGradient);
+      for (std::size_t k = 0; k < it->ref->outputs.size(); ++k)
+        check_boundary(context, *it, k, Crossing::OutputGradient);
   }
 
 private:
   enum class Crossing { Input, Output, OutputGradient };
 
-  void check_boundary(CheckContext &context, const ir::ModuleCall &ref,
-                      const Calls &twins, std::size_t k, Crossing crossing) {
+  void check_boundary(CheckContext &context, const Match &match, std::size_t k,
+                      Crossing crossing) {
+    const ir::ModuleCall &ref = *match.ref;
+    const Calls &twins = match.twins;
     auto value_of = [&](const ir::ModuleCall &call) -> const ir::ModuleCall::Value & {
       return crossing == Crossing::Input    ? call.inputs[k]
              : crossing == Crossing::Output ? call.outputs[k]
@@ -85,11 +102,13 @@ private:
     DistributedValue value;
     value.reference_shape = value_of(ref).shape;
     value.reference = value_of(ref).elements;
-    for (int r = 0; r < static_cast<int>(twins.size()); ++r) {
-      if (value_of(*twins[r]).elements.empty())
+    value.members = match.members;
+    for (int i = 0; i < static_cast<int>(twins.size()); ++i) {
+      if (value_of(*twins[i]).elements.empty())
         return; // no gradient reached it on this rank
-      value.rank_shapes.push_back(value_of(*twins[r]).shape);
-      value.ranks.push_back(context.program.linked(r, value_of(*twins[r]).elements));
+      value.rank_shapes.push_back(value_of(*twins[i]).shape);
+      value.ranks.push_back(
+          context.program.linked(value.rank_id(i), value_of(*twins[i]).elements));
     }
     value.axis_groups = axis_groups(context.program);
     if (value.reference.empty() || context.lemmas.abstracted(value))

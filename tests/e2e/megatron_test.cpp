@@ -127,6 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
         Configuration{{"moe_layer_replay", "--tp", "2", "--ep", "2", "--sp"},
                       "--world 4: proved ("},
         Configuration{{"vocab_parallel_cross_entropy", "--tp", "4"}, "--world 4: proved ("},
+        // Two pipeline stages of two tensor-parallel ranks each.
+        Configuration{{"gpt_model_pp", "--tp", "2", "--pp", "2"},
+                      "--world 4: proved ("},
         // Fewer key-value groups than tensor-parallel ranks (each rank
         // holds a copy of the one group).
         Configuration{{"self_attention", "--tp", "2", "--option", "kv_groups=1"},
@@ -136,3 +139,50 @@ INSTANTIATE_TEST_SUITE_P(
                       "absent: this tree does not build self_attention() with this "
                       "parallel configuration: AssertionError: Context parallelism is "
                       "only supported by TEDotProductAttention!"}));
+
+// Pipeline parallelism: the tree's GPTModel in two stages (the tied
+// embedding on the first, its copy as the output layer on the last), one
+// step on 4 micro-batches by the tree's own 1F1B schedule
+// (forward_backward_pipelining_without_interleaving) with its
+// p2p_communication, and finalize_model_grads, against the same model on one
+// device under forward_backward_no_pipelining.
+TEST(MegatronPipeline, GptModelInTwoStagesIsProved) {
+  if (!std::getenv("MEGATRON_ROOT"))
+    GTEST_SKIP() << "set MEGATRON_ROOT to a Megatron-LM checkout to run this";
+  auto r = run_cli(
+      {"check", "integrations/megatron/recipes.py::gpt_model_pp", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("--world 2: proved ("), std::string::npos) << r.out;
+  // The stages' parameters were matched to the reference's layers: the last
+  // stage's layer 0 is the reference's layer 1, its tied output weight the
+  // reference's word embedding.
+  EXPECT_NE(
+      r.out.find(
+          "proved: gradient: 'model.module.decoder.layers.1.mlp.linear_fc2.weight'"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find("proved: gradient: 'model.module.embedding.word_embeddings.weight'"),
+      std::string::npos)
+      << r.out;
+}
+
+// The twin: without finalize_model_grads' all-reduce over the embedding
+// group, each stage keeps only its own use's share of the tied weight's
+// gradient.
+TEST(MegatronPipeline, WithoutTheEmbeddingGradReductionIsRefuted) {
+  if (!std::getenv("MEGATRON_ROOT"))
+    GTEST_SKIP() << "set MEGATRON_ROOT to a Megatron-LM checkout to run this";
+  auto r = run_cli({"check",
+                    "integrations/megatron/recipes.py::"
+                    "gpt_model_pp_without_embedding_grad_reduction",
+                    "--world", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(
+      r.out.find("refuted: gradient: 'model.module.embedding.word_embeddings.weight'"),
+      std::string::npos)
+      << r.out;
+  EXPECT_TRUE(r.out.find("[SP006]") != std::string::npos ||
+              r.out.find("[SP007]") != std::string::npos)
+      << r.out;
+}

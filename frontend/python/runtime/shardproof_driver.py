@@ -149,6 +149,21 @@ def _record_parameters(entry):
                         shard=rank, shards=world, file=file, line=line)
 
 
+def _module_name(entry, name):
+    """A module's qualified name as the reference names it, for the
+    per-module checks: the entry's parameter_names applied to it where it
+    maps module names too (a pipeline stage's layer i is the reference's
+    layer offset + i, an expert-parallel rank's local expert a global one);
+    a mapping written for parameter names alone leaves it as it is."""
+    if not name or entry.parameter_names is None:
+        return name
+    try:
+        mapped = entry.parameter_names(name)
+    except Exception:
+        return name
+    return mapped if isinstance(mapped, str) and mapped else name
+
+
 def _index(shape, flat):
     idx = []
     for d in reversed(shape):
@@ -311,7 +326,8 @@ def _run(path, func, world, rank):
     _Phase.current = f"the forward of {type(model).__name__}"
     if hasattr(model, "named_modules"):
         for name, module in model.named_modules():
-            module.__dict__["_shardproof_name"] = name or type(model).__name__
+            module.__dict__["_shardproof_name"] = _module_name(entry, name) \
+                or type(model).__name__
     _tracing.state.module_boundaries = True
     try:
         out = model(*inputs)
