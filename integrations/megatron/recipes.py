@@ -1596,6 +1596,7 @@ SCAN = [
     *covering(self_attention, TP2, _within_proof_budget),
     *covering(transformer_layer, TP2, _within_proof_budget),
     *covering(gpt_model, TP2),
+    *covering(gpt_model_pp, ("tp=1,pp=2,sp=0", "tp=2,pp=2,sp=0")),
     *covering(moe_layer_replay, ("tp=1,ep=2,sp=0", "tp=2,ep=2,sp=1"), _expert_tp_differs),
     *covering(moe_router, ("tp=2,sp=0",)),
     ("mla_self_attention", "tp=2,sp=0"),
