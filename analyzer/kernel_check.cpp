@@ -313,9 +313,22 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   return result;
 }
 
+cuda::ParseOptions build_options(const std::string &path, cuda::ParseOptions parse) {
+  // As torch.utils.cpp_extension orders them: its defines, then the build's
+  // own flags (which may undo them), then what the user gave.
+  std::vector<std::string> flags;
+  if (cuda::is_torch_extension(path))
+    flags = cuda::torch_extension_flags();
+  if (auto command = cuda::compile_command_for(path); command && !command->error)
+    flags.insert(flags.end(), command->flags.begin(), command->flags.end());
+  parse.extra_args.insert(parse.extra_args.begin(), flags.begin(), flags.end());
+  return parse;
+}
+
 std::vector<TargetResult> check_kernels(const Target &target,
                                         const SessionOptions &options,
-                                        const cuda::ParseOptions &parse) {
+                                        const cuda::ParseOptions &given) {
+  cuda::ParseOptions parse = build_options(target.path, given);
   Target file = target;
   file.function = "(file)";
   cuda::Annotations annotations = cuda::read_annotations(target.path);

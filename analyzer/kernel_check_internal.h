@@ -15,6 +15,12 @@ TargetResult failed(const Target &target, frontend::TraceFailure::Kind kind,
 // dropped (their refutation makes the verdict "accepted", not "proved").
 void apply_rule_selection(TargetResult &result, const checkers::RuleSelection &rules);
 
+// The parse options for a file: `parse` with the flags of the file's
+// compile_commands.json entry (when there is one above it) and, for a
+// PyTorch extension, the defines torch.utils.cpp_extension gives nvcc.
+frontend::cuda::ParseOptions build_options(const std::string &path,
+                                           frontend::cuda::ParseOptions parse);
+
 // One launch of a parsed file: reference, lift, proof (target.function is
 // set to the launch's callee).
 TargetResult check_launch(const Target &file, const frontend::cuda::CudaFile &parsed,

@@ -22,7 +22,7 @@ namespace {
 
 // A case is lifted at its smallest launch when that has at most this many
 // output elements; a larger one is "could not prove", said so.
-constexpr std::int64_t kMaxCaseElements = 512;
+constexpr std::int64_t kMaxCaseElements = 1024;
 
 // The sizes each integer parameter of a dispatcher is run at: the small ones
 // and both sides of each power of two up to 2^16 (where log2_ceil changes).
@@ -105,6 +105,7 @@ private:
     std::int64_t elements = 0;
   };
   struct Unlaunched {
+    std::set<std::string> varied; // "elems_per_row = 65", each size tried that got here
     std::map<std::string, std::int64_t> sizes;
     cuda::HostRun run;
     int count = 0;
@@ -130,6 +131,16 @@ private:
         all[o] = level;
       tries.push_back(std::move(all));
     }
+    // Each with a stride as long as the size first (rows that do not
+    // overlap), then as it was.
+    std::vector<std::map<std::string, std::int64_t>> strided;
+    for (auto t : tries) {
+      for (auto &[name, value] : t)
+        if (name != size && name.find("stride") != std::string::npos)
+          value = v;
+      strided.push_back(std::move(t));
+    }
+    tries.insert(tries.begin(), strided.begin(), strided.end());
     for (const auto &ints : tries) {
       cuda::HostRun run = parsed_.run_host(callee_, ints);
       if (run.end == cuda::HostRun::End::NotModelled) {
@@ -140,6 +151,7 @@ private:
         continue;
       if (run.launches.empty()) { // one finding per switch and value
         Unlaunched &u = unlaunched_[{run.at.str(), run.switch_on, run.switch_value}];
+        u.varied.insert(fmt::format("{} = {}", size, v));
         if (u.count++ == 0 || volume(ints) < volume(u.sizes)) { // the smallest witness
           u.sizes = ints;
           u.run = run;
@@ -161,8 +173,9 @@ private:
     if (!launch.choice.template_args.empty())
       callee += fmt::format("<{}>", fmt::join(launch.choice.template_args, ", "));
     Case found{launch, sizes, std::nullopt, "", 0};
+    found.launch.choice.host_ints = sizes;
     found.completed = kernel->second.profile->complete(kernel->second.signature,
-                                                       launch.choice, found.why);
+                                                       found.launch.choice, found.why);
     if (found.completed) {
       found.completed->loc = launch.loc;
       found.elements = output_elements(*found.completed);
@@ -215,8 +228,9 @@ private:
                                              u.run.switch_on, u.run.switch_value)
                                : std::string("it launches no kernel")));
       if (u.count > 1)
-        f.details.push_back(
-            fmt::format("{} of the sizes tried reach this and launch nothing", u.count));
+        f.details.push_back(fmt::format("{} of the sizes tried reach this and launch "
+                                        "nothing: {}",
+                                        u.count, fmt::join(u.varied, "; ")));
       f.notes.push_back({host_.loc, fmt::format("'{}' is defined here", host_.name)});
       result.findings.push_back(std::move(f));
     }
@@ -244,12 +258,17 @@ private:
   cuda::HostRun not_followed_;
 };
 
-// FUNCTION<float, ...>: every type parameter of a dispatcher as float.
-std::string host_callee(const cuda::HostFunction &host) {
+// FUNCTION<float, ...>: every type parameter of a dispatcher as float; in a
+// PyTorch extension, the data types as at::Half and the accumulator (a
+// parameter named acc_t) as float, as apex's DISPATCH_HALF_AND_BFLOAT does.
+std::string host_callee(const cuda::HostFunction &host, bool torch_extension) {
   if (host.template_params.empty())
     return host.name;
-  std::vector<std::string> floats(host.template_params.size(), "float");
-  return fmt::format("{}<{}>", host.name, fmt::join(floats, ", "));
+  std::vector<std::string> types;
+  for (const std::string &param : host.template_params)
+    types.push_back(torch_extension && param.find("acc") == std::string::npos ? "at::Half"
+                                                                              : "float");
+  return fmt::format("{}<{}>", host.name, fmt::join(types, ", "));
 }
 
 } // namespace
@@ -296,26 +315,37 @@ std::vector<TargetResult> check_profiled_kernels(const Target &target,
                     fmt::format("profile '{}': {}", kernel.profile->name(), why)}));
     }
   }
+  // A PyTorch extension's dispatchers at at::Half first; where clang
+  // refuses that instantiation, at float.
   std::vector<std::string> host_callees;
-  for (const cuda::HostFunction *host : dispatchers)
-    host_callees.push_back(host_callee(*host));
-
-  cuda::ParsedFile parsed = cuda::parse_file(target.path, own, parse, host_callees);
-  if (!parsed.file) {
+  std::optional<cuda::ParsedFile> parsed;
+  for (bool half : {true, false}) {
+    if (!half && !cuda::is_torch_extension(target.path))
+      break;
+    host_callees.clear();
+    for (const cuda::HostFunction *host : dispatchers)
+      host_callees.push_back(
+          host_callee(*host, half && cuda::is_torch_extension(target.path)));
+    parsed.reset();
+    parsed.emplace(cuda::parse_file(target.path, own, parse, host_callees));
+    if (parsed->file)
+      break;
+  }
+  if (!parsed->file) {
     results.push_back(failed(file,
-                             parsed.rejected_by_clang ? TraceFailure::Kind::Unsupported
-                                                      : TraceFailure::Kind::BadInput,
-                             *parsed.error));
+                             parsed->rejected_by_clang ? TraceFailure::Kind::Unsupported
+                                                       : TraceFailure::Kind::BadInput,
+                             *parsed->error));
     return results;
   }
   for (const cuda::KernelLaunch &launch : own) {
-    TargetResult result = check_launch(target, *parsed.file, launch, options);
+    TargetResult result = check_launch(target, *parsed->file, launch, options);
     result.target.function +=
         fmt::format(" (profile: {})", profiled.at(launch.kernel).profile->name());
     results.push_back(std::move(result));
   }
   for (std::size_t i = 0; i < dispatchers.size(); ++i) {
-    DispatcherCheck check(target, *parsed.file, *dispatchers[i], host_callees[i],
+    DispatcherCheck check(target, *parsed->file, *dispatchers[i], host_callees[i],
                           profiled, options);
     for (TargetResult &r : check.run())
       results.push_back(std::move(r));

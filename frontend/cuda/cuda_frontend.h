@@ -144,6 +144,23 @@ struct FileListing {
 // toolkit's), for the profiles.
 FileListing list_kernels(const std::string &path, const ParseOptions &options);
 
+// A file's entry in the compile_commands.json nearest it (its folder or one
+// above): the flags clang needs from it (-I, -isystem, -D, -U, -include,
+// -std; nvcc's own flags dropped), or why the database gives none.
+struct CompileCommand {
+  std::string database; // the compile_commands.json read
+  std::vector<std::string> flags;
+  std::optional<std::string> error; // not JSON, or no entry for the file
+};
+std::optional<CompileCommand> compile_command_for(const std::string &path);
+
+// Whether the file is a PyTorch extension (includes torch/extension.h, ATen
+// or c10), and the flags such a file is parsed with: the defines
+// torch.utils.cpp_extension gives nvcc, and shardproof's stand-in PyTorch
+// headers (frontend/cuda/torch_shim) after every other include path.
+bool is_torch_extension(const std::string &path);
+const std::vector<std::string> &torch_extension_flags();
+
 // The clang arguments parse_file uses (for tests and --verbose reports).
 std::vector<std::string> clang_arguments(const ParseOptions &options);
 

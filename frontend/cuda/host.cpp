@@ -22,7 +22,7 @@ namespace shardproof::frontend::cuda {
 namespace {
 
 struct HostValue {
-  enum class Kind : std::uint8_t { Opaque, Int, Dim3 };
+  enum class Kind : std::uint8_t { Opaque, Int, Dim3, Pointer }; // Pointer: not null
   Kind kind = Kind::Opaque;
   std::int64_t i = 0;
   std::array<std::int64_t, 3> dim{1, 1, 1};
@@ -57,10 +57,12 @@ public:
       frames_.emplace_back();
       for (const clang::ParmVarDecl *param : fn.parameters()) {
         auto it = ints.find(param->getNameAsString());
-        frames_.back()[param] =
-            it != ints.end() && param->getType()->isIntegerType()
-                ? HostValue::integer(wrap(it->second, param->getType()))
-                : HostValue{};
+        HostValue value;
+        if (it != ints.end() && param->getType()->isIntegerType())
+          value = HostValue::integer(wrap(it->second, param->getType()));
+        else if (param->getType()->isPointerType())
+          value.kind = HostValue::Kind::Pointer; // a tensor's data: never null
+        frames_.back()[param] = value;
       }
       exec(fn.getBody());
     } catch (const Returning &) {
@@ -257,8 +259,12 @@ private:
     if (llvm::isa<clang::CXXThrowExpr>(e))
       throw Rejecting{loc(e), "it throws"};
     if (const auto *cast = llvm::dyn_cast<clang::CastExpr>(e)) {
+      if (cast->getCastKind() == clang::CK_NullToPointer)
+        return HostValue::integer(0);
       HostValue v = eval(cast->getSubExpr());
       clang::QualType to = cast->getType();
+      if (v.kind == HostValue::Kind::Pointer && to->isPointerType())
+        return v;
       if (v.kind == HostValue::Kind::Int && to->isIntegerType())
         return HostValue::integer(wrap(v.i, to));
       if (v.kind == HostValue::Kind::Dim3 && to->isRecordType())
@@ -376,6 +382,14 @@ private:
   HostValue arithmetic(clang::BinaryOperatorKind kind, const HostValue &av,
                        const HostValue &bv, clang::QualType type,
                        const clang::BinaryOperator *op) {
+    // A pointer parameter is never null (p == nullptr is false).
+    auto null_test = [&](const HostValue &p, const HostValue &n) {
+      return p.kind == HostValue::Kind::Pointer && n.kind == HostValue::Kind::Int &&
+             n.i == 0;
+    };
+    if ((kind == clang::BO_EQ || kind == clang::BO_NE) &&
+        (null_test(av, bv) || null_test(bv, av)))
+      return HostValue::integer(kind == clang::BO_NE);
     if (av.kind != HostValue::Kind::Int || bv.kind != HostValue::Kind::Int)
       return HostValue{};
     std::int64_t a = av.i, b = bv.i;

@@ -394,6 +394,10 @@ private:
   // T a[N]{v0, ...}: the values given, the rest zero (of one dimension,
   // of scalars).
   void initialise_array(const clang::VarDecl *var, const clang::Stmt *s, const Mask &on) {
+    if (const auto *construct =
+            llvm::dyn_cast<clang::CXXConstructExpr>(var->getInit()->IgnoreImplicit());
+        construct && construct->getConstructor()->isTrivial())
+      return; // T a[N] of a class with a trivial constructor: uninitialised
     const auto *list =
         llvm::dyn_cast<clang::InitListExpr>(var->getInit()->IgnoreImplicit());
     const auto *array = context_.getAsConstantArrayType(var->getType());
@@ -598,8 +602,11 @@ private:
   // __half and __nv_bfloat16 (structs in the headers) hold one real here.
   static bool is_sixteen_bit(clang::QualType type) {
     const auto *record = type.getCanonicalType()->getAsRecordDecl();
-    return record &&
-           (record->getName() == "__half" || record->getName() == "__nv_bfloat16");
+    if (!record)
+      return false;
+    std::string name = record->getQualifiedNameAsString();
+    return name == "__half" || name == "__nv_bfloat16" || name == "c10::Half" ||
+           name == "c10::BFloat16";
   }
 
   // A 16-bit value's copy (a load) or assignment (a store), which C++ spells
@@ -608,7 +615,8 @@ private:
     auto value_of = [&](const clang::Expr *arg) { return value(arg, on); };
     if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(e);
         construct && construct->getNumArgs() == 1 &&
-        construct->getConstructor()->isCopyOrMoveConstructor())
+        (construct->getConstructor()->isCopyOrMoveConstructor() ||
+         construct->getArg(0)->getType()->isRealFloatingType())) // Half(float)
       return value_of(construct->getArg(0)->IgnoreImplicit());
     if (const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(e);
         op && op->getOperator() == clang::OO_Equal && op->getNumArgs() == 2) {
@@ -684,6 +692,16 @@ private:
       return load(sub, on);
     case clang::CK_NullToPointer: // a null pointer: the integer 0 here
       return fill(on, Value::integer(0));
+    case clang::CK_UserDefinedConversion: {
+      // float(h) of a 16-bit value: the same real.
+      const auto *call = llvm::dyn_cast<clang::CXXMemberCallExpr>(sub->IgnoreImplicit());
+      if (call && llvm::isa<clang::CXXConversionDecl>(call->getMethodDecl()) &&
+          is_sixteen_bit(call->getImplicitObjectArgument()->getType()) &&
+          cast->getType()->isRealFloatingType())
+        return value(call->getImplicitObjectArgument()->IgnoreImpCasts(), on);
+      not_modelled(cast, fmt::format("the conversion '{}' ({})", text_of(cast),
+                                     cast->getCastKindName()));
+    }
     case clang::CK_ArrayToPointerDecay:
     case clang::CK_NoOp:
     case clang::CK_FunctionToPointerDecay:

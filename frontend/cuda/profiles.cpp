@@ -16,10 +16,10 @@ std::optional<ir::DType> real_type(const std::string &spelling) {
   if (spelling == "float")
     return ir::DType::Float32;
   if (spelling == "__half" || spelling == "half" || spelling == "c10::Half" ||
-      spelling == "at::Half")
+      spelling == "at::Half" || spelling == "Half")
     return ir::DType::Float16;
   if (spelling == "__nv_bfloat16" || spelling == "c10::BFloat16" ||
-      spelling == "at::BFloat16")
+      spelling == "at::BFloat16" || spelling == "BFloat16")
     return ir::DType::BFloat16;
   return std::nullopt;
 }
@@ -375,6 +375,55 @@ public:
   }
 };
 
+// --- DeepSpeed inference RMS norm (forward) --------------------------------
+//
+// rms_norm<T, UNROLL, threadsPerGroup, maxThreads>(output, vals, gamma,
+// epsilon, elems_per_row): a group of threadsPerGroup threads per row (block
+// row y), 16 bytes a load; launch_rms_norm picks the template arguments.
+class DeepSpeedRmsNorm : public KernelProfile {
+public:
+  std::string name() const override { return "DeepSpeed inference RMS norm (forward)"; }
+  bool matches(const KernelSignature &kernel) const override {
+    return kernel.name == "rms_norm" && kernel.params.size() == 5 &&
+           kernel.template_params.size() == 4;
+  }
+  // 3 rows of 40 floats, as launch_rms_norm schedules them: groups of 16
+  // threads (next_pow2(40 / 4)), 3 groups a block, one block.
+  std::vector<HostChoice> own_launches(const KernelSignature &kernel) const override {
+    HostChoice choice;
+    choice.template_args = {"float", "1", "16", "256"};
+    choice.block = {16, 3, 1};
+    choice.ints = {{kernel.params[4], 40}};
+    return {choice};
+  }
+  std::optional<KernelLaunch> complete(const KernelSignature &kernel,
+                                       const HostChoice &choice,
+                                       std::string &why) const override {
+    auto type = real_type(choice.template_args.at(0));
+    if (!type) {
+      why = "element types other than float, half and bfloat16 are not profiled";
+      return std::nullopt;
+    }
+    const auto &p = kernel.params;
+    std::int64_t cols = choice.ints.at(p[4]);
+    // The host's rows, or the rows the launch covers (a group each).
+    auto given = choice.host_ints.find("rows");
+    std::int64_t rows = given != choice.host_ints.end()
+                            ? given->second
+                            : std::int64_t{choice.grid[0]} * choice.block[1];
+    KernelLaunch launch = launch_of(kernel, choice);
+    launch.args.push_back(buffer(p[0], *type, {rows, cols}));
+    launch.args.push_back(buffer(p[1], *type, {rows, cols}));
+    launch.args.push_back(buffer(p[2], *type, {cols}));
+    launch.args.push_back(scalar(p[3], "1e-5"));
+    launch.output = p[0];
+    launch.reference =
+        fmt::format("{0} * torch.rsqrt({0}.pow(2).mean(-1, keepdim=True) + {1}) * {2}",
+                    p[1], p[3], p[2]);
+    return launch;
+  }
+};
+
 } // namespace
 
 const std::vector<const KernelProfile *> &kernel_profiles() {
@@ -391,8 +440,9 @@ const std::vector<const KernelProfile *> &kernel_profiles() {
   static const ApexRope rope;
   static const ApexNorm layer_norm(false), rms_norm(true);
   static const DeepSpeedBiasGelu bias_gelu;
+  static const DeepSpeedRmsNorm ds_rms_norm;
   static const std::vector<const KernelProfile *> all{
-      &scaled, &masked, &causal, &rope, &layer_norm, &rms_norm, &bias_gelu};
+      &scaled, &masked, &causal, &rope, &layer_norm, &rms_norm, &bias_gelu, &ds_rms_norm};
   return all;
 }
 

@@ -35,6 +35,9 @@ struct HostChoice {
   std::array<int, 3> grid{1, 1, 1}, block{1, 1, 1};
   int shared_bytes = 0;
   std::map<std::string, std::int64_t> ints;
+  // A host dispatcher's own integer arguments (rows, sizes), by its
+  // parameters' names; empty for a profile's own launch.
+  std::map<std::string, std::int64_t> host_ints;
 };
 
 class KernelProfile {

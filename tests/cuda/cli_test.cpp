@@ -421,3 +421,20 @@ TEST(CudaProfiles, TheUnbiasedVarianceIsRefutedForLayerAndRmsNorm) {
                          "writes here into output_vals[0,0]"))
       << r.out;
 }
+
+TEST(CudaBuildFlags, ATorchExtensionParsesWithItsCompileCommandsAndStandInHeaders) {
+  // include/ only through compile_commands.json's -I; ATen and c10 from
+  // shardproof's stand-ins; the dispatcher instantiated at at::Half.
+  auto r = run_cli({"check", kernel("extension/csrc/softmax_extension_cuda.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 3u) << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "scaled_softmax_warp_forward<c10::Half, c10::Half, float, 2> "
+                  "(launched by dispatch_scaled_softmax_forward at query_seq_len = "
+                  "64, key_seq_len = 3, batches = 1, attn_heads = 1)"))
+      << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "over the reals: the rounding of src (float16), dst (float16) is "
+                  "not modelled"))
+      << r.out;
+}

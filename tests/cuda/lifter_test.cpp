@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 
 using namespace shardproof;
@@ -468,4 +470,42 @@ __global__ void k(const float *x, float *out) {
                      l->store.constant(mpq_class(1, 3))));
   auto verdict = prove(*l, l->result.buffers["out"], means);
   EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+}
+
+// --- build flags (issue 13) ------------------------------------------------
+
+TEST(CudaBuildFlags, CompileCommandsGiveWhatClangParsesAndDropNvccFlags) {
+  std::string file = kernel_path("extension/csrc/softmax_extension_cuda.cu");
+  auto command = cuda::compile_command_for(file);
+  ASSERT_TRUE(command);
+  ASSERT_FALSE(command->error) << *command->error;
+  EXPECT_EQ(command->database, kernel_path("extension/compile_commands.json"));
+  // -gencode, -O3, --use_fast_math, --expt-relaxed-constexpr, -c, -o dropped;
+  // the include folder made absolute against the entry's directory.
+  EXPECT_EQ(command->flags,
+            (std::vector<std::string>{"-I" + kernel_path("extension/include"),
+                                      "-U__CUDA_NO_HALF_OPERATORS__",
+                                      "-DSOFTMAX_EXTENSION=1"}));
+  EXPECT_TRUE(cuda::is_torch_extension(file));
+  EXPECT_FALSE(cuda::is_torch_extension(kernel_path("block_sum.cu")));
+  const auto &torch = cuda::torch_extension_flags();
+  EXPECT_NE(std::find(torch.begin(), torch.end(), "-D__CUDA_NO_HALF_OPERATORS__"),
+            torch.end());
+}
+
+TEST(CudaBuildFlags, ADatabaseWithoutTheFileSaysSo) {
+  std::string dir = ::testing::TempDir() + "compile_commands_other/";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "compile_commands.json")
+      << R"([{"directory": "/elsewhere", "file": "other.cu", "command": "nvcc -c other.cu"}])";
+  std::ofstream(dir + "k.cu") << "__global__ void k() {}\n";
+  auto command = cuda::compile_command_for(dir + "k.cu");
+  ASSERT_TRUE(command);
+  ASSERT_TRUE(command->error);
+  EXPECT_NE(command->error->find("has no entry for"), std::string::npos)
+      << *command->error;
+  std::ofstream(dir + "compile_commands.json") << "not json";
+  command = cuda::compile_command_for(dir + "k.cu");
+  ASSERT_TRUE(command && command->error);
+  EXPECT_NE(command->error->find("is not JSON"), std::string::npos) << *command->error;
 }

@@ -18,6 +18,7 @@
 #define __restrict__ __restrict
 
 #include <stddef.h>
+#include <stdlib.h> // before any <new>: clang's cuda_wrappers/new uses ::malloc
 
 // Complete before clang's builtin variables, which forward-declare them.
 struct uint3 {
@@ -48,6 +49,13 @@ struct int4 {
 };
 
 typedef struct CUstream_st *cudaStream_t;
+struct cudaDeviceProp {
+  int maxGridSize[3];
+  int maxThreadsDim[3];
+  int maxThreadsPerBlock;
+  int multiProcessorCount;
+  int warpSize;
+};
 typedef enum cudaError { cudaSuccess = 0, cudaErrorUnknown = 999 } cudaError_t;
 // The pre-9.2 launch API that clang looks up for <<<...>>> with -nocudainc.
 extern "C" int cudaConfigureCall(dim3 grid, dim3 block, size_t shared = 0,

@@ -1,0 +1,94 @@
+// shardproof's stand-in for PyTorch's C++ headers (torch extensions parsed
+// without a PyTorch install): declarations enough for a kernel file's host
+// code to parse. Nothing here is run; the kernel check reads device code
+// and runs host dispatchers' integer code only. c10::Half and
+// c10::BFloat16 convert to and from float (reals for the lifter).
+#pragma once
+
+#include <c10/macros/Macros.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <assert.h>
+#include <stdint.h>
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace c10 {
+struct Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float value);
+  __host__ __device__ operator float() const;
+};
+struct BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  __host__ __device__ BFloat16(float value);
+  __host__ __device__ operator float() const;
+};
+enum class ScalarType : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
+inline const char *toString(ScalarType) { return "ScalarType"; }
+using IntArrayRef = std::vector<int64_t>;
+[[noreturn]] void __shardproof_torch_error(const char *what);
+} // namespace c10
+
+#define AT_ERROR(...) ::c10::__shardproof_torch_error("AT_ERROR")
+#define TORCH_CHECK(cond, ...) ((cond) ? (void)0 : ::c10::__shardproof_torch_error(#cond))
+#define TORCH_INTERNAL_ASSERT(cond, ...)                                                  \
+  ((cond) ? (void)0 : ::c10::__shardproof_torch_error(#cond))
+#define AT_ASSERTM(cond, ...) TORCH_INTERNAL_ASSERT(cond)
+
+namespace at {
+using c10::BFloat16;
+using c10::Half;
+using c10::IntArrayRef;
+using c10::ScalarType;
+using c10::toString;
+constexpr ScalarType kFloat = ScalarType::Float, kHalf = ScalarType::Half,
+                     kBFloat16 = ScalarType::BFloat16, kByte = ScalarType::Byte;
+template <typename T, bool is_cuda> struct AccumulateType { using type = float; };
+template <typename T, bool is_cuda>
+using acc_type = typename AccumulateType<T, is_cuda>::type;
+
+struct TensorOptions {
+  TensorOptions requires_grad(bool) const { return *this; }
+  TensorOptions dtype(ScalarType) const { return *this; }
+  TensorOptions device(int) const { return *this; }
+};
+struct Tensor {
+  int64_t size(int64_t) const;
+  int64_t stride(int64_t) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  IntArrayRef sizes() const;
+  ScalarType scalar_type() const;
+  TensorOptions options() const;
+  Tensor contiguous() const;
+  Tensor transpose(int64_t, int64_t) const;
+  Tensor view(IntArrayRef) const;
+  ScalarType dtype() const;
+  bool is_contiguous() const;
+  bool is_cuda() const;
+  void *data_ptr() const;
+  template <typename T> T *data_ptr() const;
+  template <typename T> T *data() const;
+};
+Tensor empty(IntArrayRef, TensorOptions = {});
+Tensor empty_like(const Tensor &, TensorOptions = {});
+Tensor zeros(IntArrayRef, TensorOptions = {});
+Tensor zeros_like(const Tensor &, TensorOptions = {});
+} // namespace at
+
+namespace torch {
+using at::empty;
+using at::empty_like;
+using at::Tensor;
+using at::zeros;
+using at::zeros_like;
+} // namespace torch
