@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace shardproof::analyzer {
@@ -62,6 +63,24 @@ double volume(const std::map<std::string, std::int64_t> &ints) {
 std::int64_t output_elements(const cuda::KernelLaunch &launch) {
   const cuda::KernelArg *out = launch.arg(launch.output);
   return out ? ir::element_count(out->shape) : 0;
+}
+
+// A profile's launch for a host's choice; a choice that lacks a value the
+// profile reads (an argument the host computed from something not followed)
+// is said so, never an exception.
+std::optional<cuda::KernelLaunch> complete(const cuda::KernelProfile &profile,
+                                           const cuda::KernelSignature &kernel,
+                                           const cuda::HostChoice &choice,
+                                           std::string &why) {
+  try {
+    return profile.complete(kernel, choice, why);
+  } catch (const std::out_of_range &) {
+    why = fmt::format("the launch lacks an integer argument or template argument "
+                      "profile '{}' reads (the host computed it from a value that is "
+                      "not a known integer)",
+                      profile.name());
+    return std::nullopt;
+  }
 }
 
 struct Profiled {
@@ -174,8 +193,8 @@ private:
       callee += fmt::format("<{}>", fmt::join(launch.choice.template_args, ", "));
     Case found{launch, sizes, std::nullopt, "", 0};
     found.launch.choice.host_ints = sizes;
-    found.completed = kernel->second.profile->complete(kernel->second.signature,
-                                                       found.launch.choice, found.why);
+    found.completed = complete(*kernel->second.profile, kernel->second.signature,
+                               found.launch.choice, found.why);
     if (found.completed) {
       found.completed->loc = launch.loc;
       found.elements = output_elements(*found.completed);
@@ -306,7 +325,7 @@ std::vector<TargetResult> check_profiled_kernels(const Target &target,
     for (const cuda::HostChoice &choice :
          kernel.profile->own_launches(kernel.signature)) {
       std::string why;
-      if (auto launch = kernel.profile->complete(kernel.signature, choice, why))
+      if (auto launch = complete(*kernel.profile, kernel.signature, choice, why))
         own.push_back(std::move(*launch));
       else
         results.push_back(

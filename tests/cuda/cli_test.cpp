@@ -438,3 +438,16 @@ TEST(CudaBuildFlags, ATorchExtensionParsesWithItsCompileCommandsAndStandInHeader
                   "not modelled"))
       << r.out;
 }
+
+TEST(CudaDispatch, AnArgumentTheHostComputesFromARealIsSaidNotCrashed) {
+  auto r = run_cli({"check", profiled("dispatch_opaque_size.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "dispatch_opaque_size.cu:10:3: note: could not prove kernel "
+                  "scaled_softmax_warp_forward<float, float, float, 5> (launched by "
+                  "dispatch_scaled_softmax_forward at rows = 1): the launch of "
+                  "'scaled_softmax_warp_forward<float, float, float, 5>' is not one its "
+                  "profile covers: the launch lacks an integer argument"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, ": proved")) << r.out;
+}
