@@ -100,8 +100,9 @@ int main(int argc, char **argv) {
     command
         ->add_option("--target-timeout", target_seconds,
                      "wall-clock budget per target (a scan's row), tracing included; "
-                     "obligations left when it is spent are 'could not prove' "
-                     "(default: none for check, 300 for scan)")
+                     "obligations left when it is spent are 'could not prove'; it "
+                     "also bounds the exploration of value-dependent paths, 5 minutes "
+                     "without it (default: none for check, 300 for scan)")
         ->check(CLI::PositiveNumber);
     command
         ->add_option("--python-path", python_path,

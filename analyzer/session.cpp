@@ -166,8 +166,9 @@ namespace {
 constexpr std::uint64_t kFirstPathSeed = 1;
 constexpr int kMaxPaths = 16;     // distinct paths checked
 constexpr int kMaxPathSeeds = 48; // witnesses tried to reach them
-// Paths after the first stop being explored past this (a framework tree's
-// path can take a minute; the first path's verdicts are never cut short).
+// Paths after the first stop being explored past this, unless the target
+// has a budget of its own (--target-timeout): a framework tree's path can
+// take a minute; the first path's verdicts are never cut short.
 constexpr std::chrono::minutes kMaxExploration{5};
 
 // One path of the target's decisions: its traces, what the checks found on
@@ -336,8 +337,9 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   };
   auto spent = [&] {
     auto elapsed = std::chrono::steady_clock::now() - start;
-    return elapsed >= kMaxExploration ||
-           (options.target_time_limit && elapsed >= *options.target_time_limit);
+    if (options.target_time_limit)
+      return elapsed >= *options.target_time_limit;
+    return elapsed >= kMaxExploration;
   };
   std::vector<CheckedPath> proved;
   std::set<std::string> seen;

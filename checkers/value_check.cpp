@@ -391,7 +391,15 @@ struct Ancestry {
   // (tokens permuted for a dispatch), not where the obligation's value is made.
   bool bad(ir::NodeId id) const {
     const Layout *l = layout_of(id);
-    return l && !l->acceptable() && !(l->reordered() && id != start);
+    return l && !l->acceptable() && !(l->reordered() && id != start) && !is_parameter(id);
+  }
+  // A parameter is not computed: how it relates to the reference is the
+  // harness's declaration (its shard), which layout inference may not see
+  // (an expert's shard under ep x tp), and its gradient is checked apart.
+  bool is_parameter(ir::NodeId id) const {
+    const ir::Node &n = home.node(id);
+    return n.category == ir::OpCategory::Leaf && n.inputs.empty() &&
+           n.op.starts_with("param");
   }
   bool partial(ir::NodeId id) const {
     const Layout *l = layout_of(id);

@@ -57,20 +57,57 @@ def record_order(keys, order, dim, count, descending, what, loc=None):
     come in that order (descending or ascending) and that the count-th is
     beyond every key left out: what topk(count), argmax (count 1) and sort
     (count = n) decided. `keys` are the symbolic keys, `order` the indices."""
+    _record_picks(keys, order, dim, count, descending, what, loc,
+                  lambda chain, rest: list(zip(chain, chain[1:])) +
+                  [(chain[-1], r) for r in rest])
+
+
+def record_picked(keys, order, dim, count, descending, what, loc=None):
+    """Records, for every row along `dim`, that each key at
+    order[0..count-1] is beyond every key left out, in whatever order they
+    come: which keys a topk picked, not how it ordered them."""
+    _record_picks(keys, order, dim, count, descending, what, loc,
+                  lambda chain, rest: [(c, r) for c in chain for r in rest])
+
+
+def _record_picks(keys, order, dim, count, descending, what, loc, pairs_of):
+    """assume()s first > second (< when ascending) for each pair of key
+    positions that pairs_of(picked, left out) gives per row."""
     k = np.moveaxis(keys, dim, -1).reshape(-1, keys.shape[dim])
     o = np.moveaxis(order, dim, -1).reshape(-1, order.shape[dim])
     conditions = []
     for row, picks in zip(k, o):
-        picks = [int(i) for i in picks]
-        chain = picks[:count]
+        chain = [int(i) for i in picks[:count]]
         # The keys left out in index order: the path is which keys were
-        # picked, in what order, not how the others happen to rank.
+        # picked, not how the others happen to rank.
         rest = sorted(set(range(len(row))) - set(chain))
-        pairs = list(zip(chain, chain[1:])) + [(chain[-1], r) for r in rest]
-        for first, second in pairs:
+        for first, second in pairs_of(chain, rest):
             a, b = row[first], row[second]
             conditions.append(a > b if descending else a < b)
     assume(conditions, [True] * len(conditions), what, loc)
+
+
+class TopkChoice:
+    """What a topk of symbolic keys decided at the witness, recorded when it
+    is first read: which keys it picked, where the read cannot see their
+    order (each picked value, or one constant, scattered to its own index),
+    else which keys in which order. Recording less splits the inputs into
+    fewer paths (k! fewer per row)."""
+
+    def __init__(self, keys, order, dim, count, descending, what, loc):
+        self.dim = dim
+        self._args = (keys, order, dim, count, descending, what, loc)
+        self.recorded = None  # None, "picked" or "order"
+
+    def record_picked(self):
+        if self.recorded is None:
+            self.recorded = "picked"
+            record_picked(*self._args)
+
+    def record_order(self):
+        if self.recorded != "order":
+            self.recorded = "order"
+            record_order(*self._args)
 
 
 def truth(array, what):

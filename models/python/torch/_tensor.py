@@ -1,6 +1,7 @@
 """The stand-in Tensor: a numpy array whose elements are exact numbers or
 symbolic terms (_shardproof.Term), plus the IR node that produced it."""
 import builtins
+import contextlib
 import math
 import operator
 import weakref
@@ -115,7 +116,7 @@ def _unbroadcast(g, shape):
 
 
 def _shape_of(x):
-    return np.shape(_raw(x))
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(_raw(x))
 
 
 def _movement(op, category, fn, sources, differentiable=None, indices=(), dtype=None):
@@ -1084,12 +1085,16 @@ class Tensor(metaclass=_TensorType):
 
     def scatter(self, dim, index, src=None, value=None, reduce=None):
         """A copy of self with out[i][index[i][j]] = src[i][j] (dim 1), or
-        the scalar `value`; concrete indices."""
+        the scalar `value`; concrete indices (a topk's scattered with its
+        own values decide only which keys it picked)."""
         if reduce is not None:
             raise Unsupported("scatter with reduce=")
         src = value if src is None else src
-        d, idx = _dim(dim, self.ndim), _concrete_index(index, "scatter")
+        d = _dim(dim, self.ndim)
+        with _Decided.reading_picked(index, src, d):
+            return self._scatter(d, _concrete_index(index, "scatter"), src)
 
+    def _scatter(self, d, idx, src):
         def put(old, new):
             out = np.array(old, copy=True)
             new = np.asarray(new)
@@ -1217,12 +1222,15 @@ class Tensor(metaclass=_TensorType):
         if _tie_at(np.take_along_axis(keys, order, axis=d), d, int(k)):
             _tracing.unmodelled("topk where equal keys straddle the k-th place "
                                 "(PyTorch may pick either)")
-        if symbolic is not None:
-            _choices.record_order(symbolic, order, d, int(k), largest, "topk")
         picked = np.take(order, np.arange(int(k)), axis=d)
         values = _movement("topk", "view",
                            lambda a: np.take_along_axis(a, picked, axis=d), (self,))
         indices = record(picked.astype(np.int64), _dtypes.int64, "topk", "reduction", (self,))
+        if symbolic is not None:
+            choice = _choices.TopkChoice(symbolic, order, d, int(k), largest, "topk",
+                                         _tracing.location())
+            for t in (values, indices):
+                _Decided.defer(t, choice.record_order, choice)
         return _ValuesIndices(values, indices)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
@@ -1781,12 +1789,14 @@ class _ValuesIndices(tuple):
 class _Decided(Tensor):
     """Indices decided at the path's witness whose decision is recorded when
     their values are first read: every read of a tensor's values goes
-    through `_a`, so an unread decision cannot have mattered."""
+    through `_a`, so an unread decision cannot have mattered (its shape
+    holds for every input and is read freely)."""
 
     @staticmethod
-    def defer(tensor, commit):
+    def defer(tensor, commit, choice=None):
         tensor.__class__ = _Decided
         tensor.__dict__["_commit"] = commit
+        tensor.__dict__["_choice"] = choice
 
     @property
     def _a(self):
@@ -1798,6 +1808,51 @@ class _Decided(Tensor):
     @_a.setter
     def _a(self, value):
         self.__dict__["_a"] = value
+
+    shape = property(lambda self: Size(self.__dict__["_a"].shape))
+    ndim = property(lambda self: self.__dict__["_a"].ndim)
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[_dim(dim, self.ndim)]
+
+    def numel(self):
+        return int(self.__dict__["_a"].size)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def reading_picked(index, src, dim):
+        """Reads of a topk's undecided indices, and of its values (or of one
+        constant) scattered to them along the topk's own dim, which see which
+        keys were picked and not their order: the choice records only the
+        picked keys. (Along another dim a value's place moves with the order.)"""
+        choice = index.__dict__.get("_choice") if isinstance(index, _Decided) else None
+        if choice is not None and choice.dim != dim:
+            choice = None
+        readers = [index]
+        if isinstance(src, _Decided) and src.__dict__.get("_choice") is choice:
+            readers.append(src)
+        elif isinstance(src, Tensor) and not _uniform(src):
+            choice = None
+        if choice is None or "_commit" not in index.__dict__:
+            yield
+            return
+        choice.record_picked()
+        commits = [(t, t.__dict__.pop("_commit", None)) for t in readers]
+        try:
+            yield
+        finally:
+            for t, commit in commits:
+                if commit is not None:
+                    t.__dict__["_commit"] = commit
+
+
+def _uniform(tensor):
+    """Whether every element of a concrete tensor is the same number."""
+    a = np.asarray(tensor._a).ravel()
+    return a.dtype != object and (a.size == 0 or _py_bool(np.all(a == a[0])))
 
 
 class _SymbolicIndices:

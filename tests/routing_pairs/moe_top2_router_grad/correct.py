@@ -1,0 +1,1 @@
+../moe_top2_aux_loss_scaled/correct.py
