@@ -92,6 +92,18 @@ class Sizes:
         hidden = max(4, tp)
         return dataclasses.replace(self, heads=tp, head_dim=hidden // tp)
 
+    def routed(self, layout, experts_per_rank):
+        """An MoE layer whose own router chooses: every routing of the tokens
+        is a path to prove (experts ** tokens of them at top-1), so one token
+        per rank (the sequence one per tensor-parallel rank, the batch one
+        per data-parallel rank), `experts_per_rank` experts per
+        expert-parallel rank, and the hidden width 2 per head (one head per
+        tensor-parallel rank): each path's proofs are of the experts'
+        gradients, whose size grows with the width squared."""
+        return dataclasses.replace(self, sequence=layout.tp, batch=layout.dp * layout.ep,
+                                   experts=experts_per_rank * layout.ep,
+                                   heads=layout.tp, head_dim=2)
+
 
 PER_RANK = 2
 
@@ -784,14 +796,16 @@ def self_attention_sp():
 # and the layer is trained under Megatron's DDP (_moe_step).
 
 
-def _moe_config(layout, dispatcher="alltoall", num_experts=None, topk=2, **extra):
-    """The MoE layers' TransformerConfig; options a 2023 tree's config does
-    not have yet (top-k, dispatchers: it routes top-1) are left out."""
+def _moe_config(layout, dispatcher="alltoall", num_experts=None, topk=2, sizes=None,
+                **extra):
+    """The MoE layers' TransformerConfig at `sizes` (_sizes().moe by
+    default); options a 2023 tree's config does not have yet (top-k,
+    dispatchers: it routes top-1) are left out."""
     from megatron.core.transformer.transformer_config import TransformerConfig
     known = {f.name for f in dataclasses.fields(TransformerConfig)}
     if "num_moe_experts" not in known:
         raise ComponentAbsent("this Megatron tree's TransformerConfig has no num_moe_experts")
-    sizes = _sizes().moe(layout.tp)
+    sizes = sizes or _sizes().moe(layout.tp)
     values = dict(
         num_layers=1, hidden_size=sizes.hidden, ffn_hidden_size=sizes.ffn,
         num_attention_heads=sizes.heads, tensor_model_parallel_size=layout.tp,
@@ -815,7 +829,7 @@ def _moe_tokens(x, layout):
     return _tp_slice(_data_parallel_slice(x, 1), layout, 0)
 
 
-def _moe_step(layout, build, sequence_parallel=None):
+def _moe_step(layout, build, sequence_parallel=None, sizes=None):
     """The MoE entry: the layer `build()` returns (with its config) wrapped in
     Megatron's DDP as in training (dense parameters averaged over the
     data-parallel group, which holds the expert-parallel ranks, expert
@@ -824,7 +838,7 @@ def _moe_step(layout, build, sequence_parallel=None):
     batch-mean loss, expert names mapped."""
     # The batch comes first: symbolic inputs are matched to the reference's
     # by creation order, and a rank builds fewer experts than the reference.
-    x = _activation(_sizes().moe(layout.tp))
+    x = _activation(sizes or _sizes().moe(layout.tp))
     layer, config = build()
     if sequence_parallel is None:
         sequence_parallel = layout.tp > 1  # MoE with TP needs SP (since 2024)
@@ -959,12 +973,23 @@ moe_router_z_loss = variant(moe_router, loss="z_loss")
 moe_router_aux_loss = variant(moe_router, loss="aux_loss")
 
 
-@options(dispatcher=("alltoall", "allgather"))
+@options(dispatcher=("alltoall", "allgather"), topk=(1, 2), local_experts=(1, 2),
+         pre_softmax=(1, 0))
 def moe_layer():
     """Megatron's MoELayer with the pure-PyTorch SequentialMLP experts and the
-    `dispatcher` token dispatcher, its router choosing (not replayed)."""
+    `dispatcher` token dispatcher, its router choosing (not replayed): every
+    routing of the tokens is a path (docs/entry-contract.md, "Value-dependent
+    decisions"), so the layer runs at the routing sizes (Sizes.routed).
+    `pre_softmax`: the router's softmax before its top-k (trees of 2025 on
+    ask for it at top-1), else over the values picked."""
     _, layout = _megatron()
-    return _moe_step(layout, lambda: _moe_layer(layout, option("dispatcher")))
+    sizes = _sizes().moe(asked().tp).routed(asked(), option("local_experts"))
+    extra = {"moe_router_pre_softmax": bool(option("pre_softmax"))}
+
+    def build():
+        return _moe_layer(layout, option("dispatcher"), sizes=sizes,
+                          num_experts=sizes.experts, topk=option("topk"), **extra)
+    return _moe_step(layout, build, sizes=sizes)
 
 
 moe_layer_allgather = variant(moe_layer, dispatcher="allgather")
