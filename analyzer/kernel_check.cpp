@@ -216,10 +216,21 @@ Finding mismatch_finding(const terms::TermStore &store, const cuda::KernelLaunch
 }
 
 Finding kernel_finding(const cuda::KernelFinding &found) {
-  Finding f = Finding::of(found.kind == cuda::KernelFinding::Kind::SharedMemoryRace
-                              ? RuleCode::MemoryRace
-                              : RuleCode::OutOfBounds,
-                          found.loc, found.message);
+  RuleCode rule = RuleCode::OutOfBounds;
+  switch (found.kind) {
+  case cuda::KernelFinding::Kind::SharedMemoryRace:
+    rule = RuleCode::MemoryRace;
+    break;
+  case cuda::KernelFinding::Kind::UninitialisedRead:
+    rule = RuleCode::UninitialisedRead;
+    break;
+  case cuda::KernelFinding::Kind::DivergentBarrier:
+    rule = RuleCode::DivergentBarrier;
+    break;
+  case cuda::KernelFinding::Kind::OutOfBounds:
+    break;
+  }
+  Finding f = Finding::of(rule, found.loc, found.message);
   if (found.other_loc)
     f.notes.push_back({*found.other_loc, found.other_note});
   return f;

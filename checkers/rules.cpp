@@ -161,6 +161,25 @@ constexpr Rule kRules[] = {
      "and the switch. Typical causes: a case missing from the switch, or an "
      "assertion that admits sizes beyond the largest case. Each case that is "
      "launched is checked against the kernel's profile at its smallest size."},
+    {RuleCode::UninitialisedRead, "SP016", "uninitialised-shared-read", Severity::Error,
+     "A kernel reads shared or local memory that no thread wrote before.",
+     "Shared arrays and local arrays start undefined in every block. A read of "
+     "an element no thread of the block wrote before it (in the reduced "
+     "launch's order, barriers included) gives whatever the memory held: the "
+     "report names the read, the thread and the element. Typical causes: a "
+     "reduction reading past the partial sums its warps wrote, a tile loaded "
+     "for fewer rows than it is read for, a missing initialisation of an "
+     "accumulator array."},
+    {RuleCode::DivergentBarrier, "SP017", "divergent-barrier", Severity::Error,
+     "`__syncthreads()` is reached by some threads of a block and not by "
+     "others that have not exited.",
+     "CUDA requires a block's barrier to be reached by all its threads that "
+     "have not exited; otherwise the behaviour is undefined (a hang, or "
+     "threads passing the barrier early). A barrier reached under a branch or "
+     "a loop that threads of the block decide differently is reported with a "
+     "thread that reaches it and one that does not. Typical causes: "
+     "`__syncthreads()` inside `if (threadIdx.x < n)`, inside a loop whose "
+     "trip count depends on the thread, after an early `continue`."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -168,7 +187,7 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::KernelNotLaunched) + 1;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::DivergentBarrier) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
@@ -177,8 +196,9 @@ std::span<const RuleCode> session_rules() {
   // The kernel rules come from the analyzer's kernel check
   // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
   static constexpr RuleCode kSessionRules[] = {
-      RuleCode::InferredLayout, RuleCode::KernelMismatch, RuleCode::MemoryRace,
-      RuleCode::OutOfBounds, RuleCode::KernelNotLaunched};
+      RuleCode::InferredLayout,  RuleCode::KernelMismatch,    RuleCode::MemoryRace,
+      RuleCode::OutOfBounds,     RuleCode::KernelNotLaunched, RuleCode::UninitialisedRead,
+      RuleCode::DivergentBarrier};
   return kSessionRules;
 }
 

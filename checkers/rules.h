@@ -31,6 +31,8 @@ enum class RuleCode {
   MemoryRace,         // SP013
   OutOfBounds,        // SP014
   KernelNotLaunched,  // SP015
+  UninitialisedRead,  // SP016
+  DivergentBarrier,   // SP017
 };
 
 struct Rule {

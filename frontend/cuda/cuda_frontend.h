@@ -34,7 +34,7 @@ struct ThreadId {
 // A bug of the kernel on the reduced launch, with the access that shows it
 // and, for a race, the earlier conflicting access.
 struct KernelFinding {
-  enum class Kind { SharedMemoryRace, OutOfBounds };
+  enum class Kind { SharedMemoryRace, OutOfBounds, UninitialisedRead, DivergentBarrier };
   Kind kind = Kind::OutOfBounds;
   ir::SourceLoc loc;
   std::string message;

@@ -1028,10 +1028,16 @@ private:
       }
       Buffer &buffer = access(p, static_cast<int>(t), false, e);
       out[t] = buffer.cells[p.offset];
-      if (out[t].kind == Value::Kind::Undef)
-        not_modelled(e, fmt::format("reading uninitialised {}[{}] ('{}', by {})",
-                                    buffer.name, p.offset, text_of(e),
-                                    thread_id(static_cast<int>(t)).str()));
+      if (out[t].kind == Value::Kind::Undef) {
+        // Memory no thread wrote: its value is whatever was there.
+        findings_.push_back(
+            {KernelFinding::Kind::UninitialisedRead, loc(e),
+             fmt::format("read of uninitialised {} memory {}[{}] ('{}') by {}: no "
+                         "thread of the block wrote it before",
+                         space_name(buffer.space), buffer.name, p.offset, text_of(e),
+                         thread_id(static_cast<int>(t)).str())});
+        throw FindingRecorded{};
+      }
     }
     return out;
   }
@@ -1797,13 +1803,23 @@ private:
   }
 
   void barrier(const clang::CallExpr *call, const Mask &on) {
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t] && !threads_[t].guards.empty())
+        not_modelled(call, fmt::format("__syncthreads() under a data-dependent condition "
+                                       "(by {})",
+                                       thread_id(static_cast<int>(t)).str()));
+    auto first = std::find(on.begin(), on.end(), 1) - on.begin();
     for (std::size_t t = 0; t < on.size(); ++t) {
       bool exited = threads_[t].flow == Flow::Returned && threads_[t].frames.size() == 1;
-      if (!exited && (!on[t] || !threads_[t].guards.empty()))
-        not_modelled(call,
-                     fmt::format("__syncthreads() reached by some threads of the "
-                                 "block but not by {} (a barrier in divergent code)",
-                                 thread_id(static_cast<int>(t)).str()));
+      if (!exited && !on[t]) { // a barrier in divergent code: undefined behaviour
+        findings_.push_back(
+            {KernelFinding::Kind::DivergentBarrier, loc(call),
+             fmt::format("__syncthreads() is reached by {} but not by {}, which has not "
+                         "exited: a barrier in divergent code",
+                         thread_id(static_cast<int>(first)).str(),
+                         thread_id(static_cast<int>(t)).str())});
+        throw FindingRecorded{};
+      }
     }
     ++phase_;
   }

@@ -451,3 +451,26 @@ TEST(CudaDispatch, AnArgumentTheHostComputesFromARealIsSaidNotCrashed) {
       << r.out;
   EXPECT_FALSE(has(r.out, ": proved")) << r.out;
 }
+
+TEST(CudaCli, AReadOfSharedMemoryNoThreadWroteIsAFinding) {
+  auto r = run_cli({"check", kernel("block_sum_reads_unwritten.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/block_sum_reads_unwritten.cu:17:16: error: read "
+                  "of uninitialised shared memory partial[32] ('partial[i]') by "
+                  "thread (0,0,0) of block (0,0,0): no thread of the block wrote it "
+                  "before [SP016]"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, ": proved")) << r.out;
+}
+
+TEST(CudaCli, ABarrierOnlyPartOfTheBlockReachesIsAFinding) {
+  auto r = run_cli({"check", kernel("barrier_in_branch.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/barrier_in_branch.cu:15:5: error: "
+                  "__syncthreads() is reached by thread (0,0,0) of block (0,0,0) but "
+                  "not by thread (16,0,0) of block (0,0,0), which has not exited: a "
+                  "barrier in divergent code [SP017]"))
+      << r.out;
+}

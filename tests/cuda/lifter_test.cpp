@@ -238,10 +238,10 @@ INSTANTIATE_TEST_SUITE_P(
                    "float v; asm(\"mov.f32 %0, %1;\" : \"=f\"(v) : "
                    "\"f\"(x[t])); out[t] = v;",
                    "(GCCAsmStmt)"},
-        Unmodelled{
-            "divergent_barrier", "if (t < 16) __syncthreads(); out[t] = x[t];",
-            "__syncthreads() reached by some threads of the block but not by thread "
-            "(16,0,0) of block (0,0,0) (a barrier in divergent code)"},
+        Unmodelled{"barrier_under_data_branch",
+                   "if (x[t] > 0.0f) __syncthreads(); out[t] = x[t];",
+                   "__syncthreads() under a data-dependent condition (by thread (0,0,0) "
+                   "of block (0,0,0))"},
         Unmodelled{"exit_under_data_branch", "if (x[t] > 0.0f) return; out[t] = x[t];",
                    "leaving a branch on a data-dependent condition"},
         Unmodelled{
