@@ -101,6 +101,8 @@ public:
         profiled_(profiled), options_(options) {}
 
   std::vector<TargetResult> run() {
+    if (host_.int_params.empty() && !try_size("", 0)) // no size to vary: one run
+      return {not_followed()};
     for (const std::string &size : host_.int_params) {
       for (std::int64_t v : trial_sizes()) {
         if (!try_size(size, v))
@@ -160,6 +162,8 @@ private:
       strided.push_back(std::move(t));
     }
     tries.insert(tries.begin(), strided.begin(), strided.end());
+    if (size.empty())
+      tries = {{}};
     for (const auto &ints : tries) {
       cuda::HostRun run = parsed_.run_host(callee_, ints);
       if (run.end == cuda::HostRun::End::NotModelled) {
@@ -170,7 +174,8 @@ private:
         continue;
       if (run.launches.empty()) { // one finding per switch and value
         Unlaunched &u = unlaunched_[{run.at.str(), run.switch_on, run.switch_value}];
-        u.varied.insert(fmt::format("{} = {}", size, v));
+        if (!size.empty())
+          u.varied.insert(fmt::format("{} = {}", size, v));
         if (u.count++ == 0 || volume(ints) < volume(u.sizes)) { // the smallest witness
           u.sizes = ints;
           u.run = run;
@@ -178,6 +183,16 @@ private:
       }
       for (const cuda::HostLaunch &launch : run.launches)
         record_case(launch, ints);
+      // An optional pointer (p == nullptr chooses another kernel): the
+      // cases it launches too; what it leaves unlaunched is no finding (a
+      // required buffer left out).
+      for (const std::string &pointer : host_.pointer_params) {
+        cuda::HostRun without = parsed_.run_host(callee_, ints, {pointer});
+        if (without.end == cuda::HostRun::End::Returned)
+          for (const cuda::HostLaunch &launch : without.launches)
+            if (!launch.null_buffer) // the left-out pointer not passed to it
+              record_case(launch, ints);
+      }
       return true;
     }
     return true; // refused at every trial: not a size the host accepts
@@ -207,8 +222,9 @@ private:
 
   TargetResult check_case(const std::string &callee, const Case &found) const {
     Target target = file_;
-    target.function = fmt::format("{} (launched by {} at {})", callee, host_.name,
-                                  sizes_str(host_.int_params, found.sizes));
+    std::string sizes = sizes_str(host_.int_params, found.sizes);
+    target.function = fmt::format("{} (launched by {}{})", callee, host_.name,
+                                  sizes.empty() ? "" : " at " + sizes);
     TargetResult result;
     if (!found.completed)
       result = failed(target, TraceFailure::Kind::Unsupported,

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,8 @@ struct LiftedLaunch {
 struct HostLaunch {
   std::string kernel; // its name (KernelSignature::name)
   HostChoice choice;
-  ir::SourceLoc loc; // the <<<...>>> launch
+  ir::SourceLoc loc;        // the <<<...>>> launch
+  bool null_buffer = false; // a pointer argument is null
 };
 
 // One run of a host function at concrete integer arguments.
@@ -97,11 +99,12 @@ public:
        const std::map<std::string, std::vector<terms::TermId>> &inputs) const;
 
   // Runs the host function `callee` (one parse_file was given) with its
-  // integer parameters as `ints` (by name; the others, pointers and reals,
-  // are opaque). The kernels it launches can be lifted afterwards, their
-  // launches named KERNEL<HostChoice::template_args>.
+  // integer parameters as `ints` (by name; reals are opaque, pointers are
+  // not null but those `null_pointers` names). The kernels it launches can
+  // be lifted afterwards, their launches named KERNEL<HostChoice::template_args>.
   HostRun run_host(const std::string &callee,
-                   const std::map<std::string, std::int64_t> &ints) const;
+                   const std::map<std::string, std::int64_t> &ints,
+                   const std::set<std::string> &null_pointers = {}) const;
 
 private:
   std::unique_ptr<Impl> impl_;
@@ -130,8 +133,9 @@ struct HostFunction {
   ir::SourceLoc loc;
   std::vector<std::string> template_params; // all type parameters, or not run
   std::vector<std::string> params;
-  std::vector<std::string> int_params; // its integer parameters, in order
-  std::vector<std::string> launches;   // the names of the kernels it launches
+  std::vector<std::string> int_params;     // its integer parameters, in order
+  std::vector<std::string> pointer_params; // its pointer parameters, in order
+  std::vector<std::string> launches;       // the names of the kernels it launches
 };
 
 struct FileListing {

@@ -51,7 +51,8 @@ public:
       : context_(unit.getASTContext()), sources_(unit.getSourceManager()), impl_(impl) {}
 
   HostRun run(const clang::FunctionDecl &fn,
-              const std::map<std::string, std::int64_t> &ints) {
+              const std::map<std::string, std::int64_t> &ints,
+              const std::set<std::string> &null_pointers) {
     HostRun result;
     try {
       frames_.emplace_back();
@@ -60,8 +61,11 @@ public:
         HostValue value;
         if (it != ints.end() && param->getType()->isIntegerType())
           value = HostValue::integer(wrap(it->second, param->getType()));
+        else if (param->getType()->isPointerType() &&
+                 null_pointers.count(param->getNameAsString()))
+          value = HostValue::integer(0); // an optional argument left out
         else if (param->getType()->isPointerType())
-          value.kind = HostValue::Kind::Pointer; // a tensor's data: never null
+          value.kind = HostValue::Kind::Pointer; // a tensor's data: not null
         frames_.back()[param] = value;
       }
       exec(fn.getBody());
@@ -263,8 +267,9 @@ private:
         return HostValue::integer(0);
       HostValue v = eval(cast->getSubExpr());
       clang::QualType to = cast->getType();
-      if (v.kind == HostValue::Kind::Pointer && to->isPointerType())
-        return v;
+      if (to->isPointerType() && (v.kind == HostValue::Kind::Pointer ||
+                                  (v.kind == HostValue::Kind::Int && v.i == 0)))
+        return v; // a pointer, or null
       if (v.kind == HostValue::Kind::Int && to->isIntegerType())
         return HostValue::integer(wrap(v.i, to));
       if (v.kind == HostValue::Kind::Dim3 && to->isRecordType())
@@ -526,8 +531,11 @@ private:
     }
     for (unsigned i = 0; i < kernel->getNumParams() && i < launch->getNumArgs(); ++i) {
       HostValue v = eval(launch->getArg(i));
-      if (v.kind == HostValue::Kind::Int)
-        out.choice.ints[kernel->getParamDecl(i)->getNameAsString()] = v.i;
+      const clang::ParmVarDecl *param = kernel->getParamDecl(i);
+      if (v.kind == HostValue::Kind::Int && param->getType()->isIntegerType())
+        out.choice.ints[param->getNameAsString()] = v.i;
+      if (v.kind == HostValue::Kind::Int && param->getType()->isPointerType())
+        out.null_buffer = true;
     }
     std::string callee = out.kernel;
     if (!out.choice.template_args.empty())
@@ -549,7 +557,8 @@ private:
 } // namespace
 
 HostRun CudaFile::run_host(const std::string &callee,
-                           const std::map<std::string, std::int64_t> &ints) const {
+                           const std::map<std::string, std::int64_t> &ints,
+                           const std::set<std::string> &null_pointers) const {
   auto it = impl_->hosts.find(callee);
   if (it == impl_->hosts.end())
     return {HostRun::End::NotModelled,
@@ -557,7 +566,7 @@ HostRun CudaFile::run_host(const std::string &callee,
             {},
             "the host function " + callee + " could not be instantiated"};
   HostInterpreter interpreter(*impl_->unit, *impl_);
-  return interpreter.run(*it->second, ints);
+  return interpreter.run(*it->second, ints, null_pointers);
 }
 
 } // namespace shardproof::frontend::cuda

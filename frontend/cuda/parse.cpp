@@ -203,7 +203,7 @@ public:
         sources_.isInSystemHeader(fn->getLocation()) ||
         fn->getTemplateSpecializationKind() != clang::TSK_Undeclared)
       return true;
-    std::vector<std::string> template_params, params, ints;
+    std::vector<std::string> template_params, params, ints, pointers;
     bool all_types = true;
     if (const clang::FunctionTemplateDecl *t = fn->getDescribedFunctionTemplate())
       for (const clang::NamedDecl *p : *t->getTemplateParameters()) {
@@ -214,6 +214,8 @@ public:
       params.push_back(p->getNameAsString());
       if (p->getType()->isIntegerType())
         ints.push_back(p->getNameAsString());
+      if (p->getType()->isPointerType())
+        pointers.push_back(p->getNameAsString());
     }
     ir::SourceLoc loc = source_loc(sources_, fn->getLocation());
     if (fn->hasAttr<clang::CUDAGlobalAttr>()) {
@@ -236,8 +238,8 @@ public:
     } launches;
     launches.TraverseStmt(fn->getBody());
     if (!launches.names.empty() && all_types)
-      out_.hosts.push_back(
-          {fn->getNameAsString(), loc, template_params, params, ints, launches.names});
+      out_.hosts.push_back({fn->getNameAsString(), loc, template_params, params, ints,
+                            pointers, launches.names});
     return true;
   }
 

@@ -474,3 +474,12 @@ TEST(CudaCli, ABarrierOnlyPartOfTheBlockReachesIsAFinding) {
                   "barrier in divergent code [SP017]"))
       << r.out;
 }
+
+TEST(CudaDispatch, AKernelChosenByAnOptionalPointerIsCheckedToo) {
+  // The residual given, the dispatcher launches a kernel with no profile;
+  // left out (nullptr), the profiled softmax, which is proved.
+  auto r = run_cli({"check", profiled("dispatch_optional_pointer.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 1u) << r.out;
+  EXPECT_FALSE(has(r.out, "[SP015]")) << r.out;
+}
