@@ -22,6 +22,7 @@ namespace shardproof::analyzer {
 using checkers::Decision;
 using checkers::PathDecisions;
 using checkers::prove_coverage;
+using checkers::sampled_uncovered_point;
 using checkers::uncovered_point;
 using prover::Verdict;
 
@@ -166,6 +167,9 @@ namespace {
 constexpr std::uint64_t kFirstPathSeed = 1;
 constexpr int kMaxPaths = 16;     // distinct paths checked
 constexpr int kMaxPathSeeds = 48; // witnesses tried to reach them
+// Points sampled for an input outside the paths checked (cheap: the
+// compared values evaluated in doubles, nothing traced).
+constexpr unsigned kUncoveredSamples = 4096;
 // Paths after the first stop being explored past this, unless the target
 // has a budget of its own (--target-timeout): a framework tree's path can
 // take a minute; the first path's verdicts are never cut short.
@@ -369,7 +373,10 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     coverage = prove_coverage(store, decisions, *prover, *search);
     if (coverage.kind == Verdict::Kind::Proved || spent())
       break;
-    if (coverage.counterexample)
+    if (auto sampled =
+            sampled_uncovered_point(store, decisions, next.seed, kUncoveredSamples))
+      next.values = std::move(*sampled);
+    else if (coverage.counterexample)
       next.values = uncovered_point(store, *coverage.counterexample, next.seed);
   }
   if (coverage.kind != Verdict::Kind::Proved && spent())

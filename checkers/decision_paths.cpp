@@ -1,9 +1,11 @@
 #include "checkers/decision_paths.h"
 
+#include "models/terms/evaluate.h"
 #include "models/terms/normal_form.h"
 #include "models/terms/witness.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -91,6 +93,45 @@ prover::Verdict prove_coverage(terms::TermStore &store,
   }
   return prove_covered(
       store, decisions, [](TermId value) { return value; }, search);
+}
+
+std::optional<std::map<std::string, double, std::less<>>>
+sampled_uncovered_point(terms::TermStore &store, const std::vector<PathDecisions> &paths,
+                        std::uint64_t seed, unsigned points) {
+  auto decisions = over_first_reference(store, paths);
+  std::vector<TermId> conditions;
+  for (const auto &path : decisions)
+    for (const auto &[condition, holds] : path)
+      conditions.push_back(condition);
+  std::sort(conditions.begin(), conditions.end());
+  conditions.erase(std::unique(conditions.begin(), conditions.end()), conditions.end());
+  const std::vector<TermId> variables = terms::variables_of(store, conditions);
+  for (unsigned k = 0; k < points; ++k) {
+    terms::DoubleEvaluator eval(
+        store, [&](TermId v) { return prover::sample_value(seed, k, v); });
+    std::map<TermId, bool> truth;
+    bool tie = false;
+    for (TermId condition : conditions) {
+      const terms::Node &node = store.node(condition);
+      auto a = eval(node.args[0]), b = eval(node.args[1]);
+      if (!a || !b || std::fabs(*a - *b) <= 1e-9 * std::max(1.0, std::fabs(*a))) {
+        tie = true; // or not a number: PyTorch may decide it either way
+        break;
+      }
+      truth[condition] = node.op == terms::Op::Lt ? *a < *b : *a <= *b;
+    }
+    auto takes = [&](const std::vector<Decision> &path) {
+      return std::all_of(path.begin(), path.end(),
+                         [&](const Decision &d) { return truth[d.first] == d.second; });
+    };
+    if (tie || std::any_of(decisions.begin(), decisions.end(), takes))
+      continue;
+    std::map<std::string, double, std::less<>> values;
+    for (TermId v : variables)
+      values[store.variable(v).name] = prover::sample_value(seed, k, v);
+    return values;
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, double, std::less<>>

@@ -8,6 +8,7 @@
 #include "models/terms/term_store.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,16 @@ struct PathDecisions {
 prover::Verdict prove_coverage(terms::TermStore &store,
                                const std::vector<PathDecisions> &paths,
                                prover::Prover &prover, prover::Prover &search);
+
+// An input no checked path takes, found by sampling `points` points of the
+// compared values' variables and reading the decisions with the real
+// meaning of every function (the solver's counterexample treats exp or max
+// as uninterpreted, so tracing at it may take a checked path again): a
+// witness's values by name, or nullopt when every point sampled is covered
+// or a tie.
+std::optional<std::map<std::string, double, std::less<>>>
+sampled_uncovered_point(terms::TermStore &store, const std::vector<PathDecisions> &paths,
+                        std::uint64_t seed, unsigned points);
 
 // The coverage counterexample as a witness's values by name, nudged by the
 // seed so that values it left equal (unconstrained) do not tie.

@@ -68,33 +68,38 @@ private:
   std::map<std::string, std::string> environment_;
 };
 
+// What a pass learned of the collective results: new ones, and ones it
+// linked to other values than it ran with: constants (the last collective of
+// those: Python numbers, split sizes, which the traces must agree with) or
+// values at the witness (which only choose the path a decision explores: its
+// condition is recorded over the linked result either way).
+struct Learned {
+  bool fresh = false;
+  std::optional<ir::Collective> changed_constant;
+  bool changed_at_witness = false;
+};
+
 // Records that `call`'s result (or one element of it) is `value` under
-// `key`; false when a pass already ran with another value, which `failure`
-// then says.
+// `key`. A value a pass ran with but now links to another replaces it: it
+// was learned in a pass whose earlier collectives were not known yet (an
+// all-to-all run before its split sizes were), and the ranks run again.
 template <typename Known, typename Same>
 bool learn(Known &known, const typename Known::key_type &key,
-           typename Known::mapped_type value, const ir::Collective &call, Same same,
-           bool &learned, std::optional<TraceFailure> &failure) {
+           typename Known::mapped_type value, Same same, Learned &learned) {
   auto [it, fresh] = known.try_emplace(key, value);
-  learned = learned || fresh;
+  learned.fresh = learned.fresh || fresh;
   if (fresh || same(it->second, value))
-    return true;
-  failure = TraceFailure{
-      TraceFailure::Kind::Unsupported, call.loc,
-      fmt::format("collective #{} on group {} linked to other values when the "
-                  "ranks were traced again with its result known",
-                  call.sequence, call.group)};
-  return false;
+    return false;
+  it->second = std::move(value);
+  return true;
 }
 
 // Links the ranks' partial traces of one pass and records, in `known`, the
 // collective results that link to constants and, on a path, the values at its
-// witness of the others. False when a result the pass already ran with links
-// to other values now (then `failure` says so).
-bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &ranks,
+// witness of the others.
+void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &ranks,
                          const std::optional<terms::Witness> &witness,
-                         std::vector<KnownResults> &known, bool &learned,
-                         std::optional<TraceFailure> &failure) {
+                         std::vector<KnownResults> &known, Learned &learned) {
   ir::Trace reference; // linking ranks to each other needs none
   ir::LinkedProgram program(store, reference, ranks);
   terms::WitnessNames names; // every rank's: a result reads other ranks' values
@@ -114,20 +119,18 @@ bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
       if (known[r].constants.contains(key) ||
           std::all_of(linked.begin(), linked.end(),
                       [&](terms::TermId t) { return store.is_const(t); })) {
-        if (!learn(known[r].constants, key, linked, call, std::equal_to<>(), learned,
-                   failure))
-          return false;
+        if (learn(known[r].constants, key, linked, std::equal_to<>(), learned))
+          learned.changed_constant = call;
         continue;
       }
       auto values = witness
                         ? terms::values_at_witness(store, linked, *witness, names, none)
                         : std::nullopt;
       for (std::size_t i = 0; values && i < linked.size(); ++i)
-        if (!learn(known[r].at_witness, store.variable(call.outputs[i]).name,
-                   (*values)[i], call, terms::nearly_equal, learned, failure))
-          return false;
+        if (learn(known[r].at_witness, store.variable(call.outputs[i]).name, (*values)[i],
+                  terms::nearly_equal, learned))
+          learned.changed_at_witness = true;
     }
-  return true;
 }
 
 // Traces every rank, in passes: a rank whose code turns a collective's result
@@ -137,7 +140,8 @@ bool learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
 // to values at its witness that a decision reads), the ranks are traced again
 // with those results known, until they all finish or a pass learns nothing.
 // The last pass is checked: linking its collectives must give the values it
-// ran with, or the traces are not trusted.
+// ran with (else it runs again with the new ones), or after the last pass
+// the traces are not trusted.
 std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
                                    const std::optional<terms::Witness> &witness,
                                    std::optional<TraceFailure> &failure,
@@ -151,11 +155,24 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
       trace_rank(world, r, terms::VarKind::RankLocal, ranks[r], known[r]);
     if (!failure && pass == 1)
       return ranks; // nothing ran with known results: nothing to check
-    bool learned = false;
-    if (!learn_known_results(store, ranks, witness, known, learned, failure) ||
-        !failure || failure->kind != TraceFailure::Kind::Unsupported || !learned ||
-        pass == kMaxPasses)
+    Learned learned;
+    learn_known_results(store, ranks, witness, known, learned);
+    if (failure && failure->kind != TraceFailure::Kind::Unsupported)
       return ranks;
+    const auto &changed = learned.changed_constant;
+    if (!failure && !changed)
+      return ranks; // every rank finished with the constants its results link to
+    if (failure && !learned.fresh && !changed && !learned.changed_at_witness)
+      return ranks; // a pass that learned nothing: its failure stands
+    if (pass == kMaxPasses) {
+      if (changed)
+        failure = TraceFailure{
+            TraceFailure::Kind::Unsupported, changed->loc,
+            fmt::format("collective #{} on group {} linked to other values each time "
+                        "the ranks were traced again with its result known ({} passes)",
+                        changed->sequence, changed->group, kMaxPasses)};
+      return ranks;
+    }
   }
 }
 

@@ -73,3 +73,29 @@ TEST(DecisionPaths, RunsAreMatchedByTheirVariablesNames) {
   EXPECT_EQ(v.kind, Verdict::Kind::Proved) << v.why;
 }
 } // namespace
+
+// Two tokens, each routed to the larger of two exps: three of the four
+// routings checked. The one left is found by sampling with exp's meaning
+// (the solver's counterexample treats exp as uninterpreted), and once all
+// four are checked no point is outside them.
+TEST(DecisionPaths, SamplingFindsTheRoutingNoCheckedPathTakes) {
+  TermStore s;
+  std::vector<TermId> vars;
+  for (const char *name : {"x0", "y0", "x1", "y1"})
+    vars.push_back(s.var(name, VarKind::Reference));
+  ir::Trace run = run_of(vars);
+  auto picks_x = [&](int token) {
+    return s.lt(s.app(Fn::Exp, vars[2 * token + 1]), s.app(Fn::Exp, vars[2 * token]));
+  };
+  auto routing = [&](bool first, bool second) {
+    return PathDecisions{&run, {{picks_x(0), first}, {picks_x(1), second}}};
+  };
+  std::vector<PathDecisions> paths{routing(true, true), routing(true, false),
+                                   routing(false, false)};
+  auto point = checkers::sampled_uncovered_point(s, paths, 3, 256);
+  ASSERT_TRUE(point);
+  EXPECT_LT(point->at("x0"), point->at("y0"));
+  EXPECT_GT(point->at("x1"), point->at("y1"));
+  paths.push_back(routing(false, true));
+  EXPECT_FALSE(checkers::sampled_uncovered_point(s, paths, 3, 256));
+}
