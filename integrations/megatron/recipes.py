@@ -983,7 +983,7 @@ def moe_layer():
     `pre_softmax`: the router's softmax before its top-k (trees of 2025 on
     ask for it at top-1), else over the values picked."""
     _, layout = _megatron()
-    sizes = _sizes().moe(asked().tp).routed(asked(), option("local_experts"))
+    sizes = _sizes().routed(asked(), option("local_experts"))
     extra = {"moe_router_pre_softmax": bool(option("pre_softmax"))}
 
     def build():
