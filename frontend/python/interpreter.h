@@ -37,6 +37,8 @@ struct RankRun {
   // The witness values of collective results an earlier pass linked (by
   // placeholder name): decisions on them are made as on any other value.
   terms::KnownPlaceholderValues known_placeholders;
+  // The reference run's trace, when this run is a rank's (RecordingContext).
+  const ir::Trace *reference = nullptr;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

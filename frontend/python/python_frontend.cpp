@@ -38,10 +38,11 @@ struct KnownResults {
 // Traces one run, keeping the first failure of the whole target.
 class RankTracer {
 public:
+  // `reference`: the reference run's trace, which the ranks' runs read.
   RankTracer(terms::TermStore &store, const Target &target, const TraceOptions &options,
-             std::optional<TraceFailure> &failure)
-      : store_(store), target_(target), options_(options), failure_(failure),
-        environment_(run_environment(target, options.world)) {}
+             const ir::Trace &reference, std::optional<TraceFailure> &failure)
+      : store_(store), target_(target), options_(options), reference_(reference),
+        failure_(failure), environment_(run_environment(target, options.world)) {}
 
   void operator()(int world, int rank, terms::VarKind kind, ir::Trace &out,
                   const KnownResults &known) {
@@ -54,7 +55,8 @@ public:
                 options_.python_path,
                 known.constants,
                 options_.witness,
-                known.at_witness};
+                known.at_witness,
+                kind == terms::VarKind::Reference ? nullptr : &reference_};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -64,6 +66,7 @@ private:
   terms::TermStore &store_;
   const Target &target_;
   const TraceOptions &options_;
+  const ir::Trace &reference_;
   std::optional<TraceFailure> &failure_;
   std::map<std::string, std::string> environment_;
 };
@@ -233,7 +236,7 @@ Target recipe_row(const std::string &root, const std::string &framework,
 TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &target,
                                     const TraceOptions &options) {
   TracedProgram program;
-  RankTracer tracer(store, target, options, program.failure);
+  RankTracer tracer(store, target, options, program.reference, program.failure);
   tracer(1, 0, terms::VarKind::Reference, program.reference, {});
   if (!program.failure)
     program.ranks =

@@ -620,19 +620,19 @@ PyObject *py_record_node(PyObject *, PyObject *args, PyObject *kwargs) {
   return PyLong_FromUnsignedLong(trace().add_node(std::move(node)));
 }
 
-// A rank's shard element is valued at the witness as the reference element
-// it holds: both runs then decide alike from equal values.
-void name_shard_for_witness(const ir::Leaf &leaf) {
-  if (leaf.role != ir::LeafRole::Parameter || leaf.partition_dim < 0 ||
-      leaf.shard_count <= 1 || leaf.partition_dim >= static_cast<int>(leaf.shape.size()))
+// A rank's leaf element is valued at the witness as the reference element
+// the linker binds it to (a slice of an input the entry created whole, a
+// shard of a parameter): ranks deciding from values equal to the reference's
+// then decide as it does, whatever the names the rank's run gave them.
+void name_for_witness_as_reference(const ir::Leaf &leaf) {
+  if (!g_context->reference)
     return;
-  ir::Shape full = leaf.shape;
-  full[leaf.partition_dim] *= leaf.shard_count;
-  for (std::size_t i = 0; i < leaf.elements.size(); ++i) {
-    std::size_t at = ir::shard_to_reference_index(leaf.shape, leaf.partition_dim,
-                                                  leaf.partition_stride, leaf.shard_index,
-                                                  leaf.shard_count, i);
-    trace().witness_names[leaf.elements[i]] = leaf.name + ir::index_str(full, at);
+  const ir::LeafCounterpart counterpart = ir::counterpart_in(*g_context->reference, leaf);
+  for (std::size_t i = 0; counterpart.positions && i < leaf.elements.size(); ++i) {
+    // The reference's variables are valued by their own names.
+    TermId held = counterpart.reference->elements[(*counterpart.positions)[i]];
+    if (store().is_var(held))
+      trace().witness_names[leaf.elements[i]] = store().variable(held).name;
   }
 }
 
@@ -660,7 +660,7 @@ PyObject *py_record_leaf(PyObject *, PyObject *args, PyObject *kwargs) {
   leaf.loc = {file, line, 0, ""};
   if (PyErr_Occurred())
     return nullptr;
-  name_shard_for_witness(leaf);
+  name_for_witness_as_reference(leaf);
   trace().leaves.push_back(std::move(leaf));
   Py_RETURN_NONE;
 }

@@ -27,6 +27,10 @@ struct RecordingContext {
   std::optional<terms::Witness> witness;
   // The witness values of collective results an earlier pass linked.
   const terms::KnownPlaceholderValues *known_placeholders = nullptr;
+  // The reference run's trace while a rank is traced (none in the reference
+  // run): a rank's leaf is valued at the witness as the reference elements
+  // it stands for (ir::counterpart_in).
+  const ir::Trace *reference = nullptr;
 };
 
 void set_recording_context(RecordingContext *context);

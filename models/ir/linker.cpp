@@ -74,58 +74,70 @@ LinkedProgram::LinkedProgram(terms::TermStore &store, const ir::Trace &reference
 
 LinkedProgram::~LinkedProgram() = default;
 
+namespace {
+const Leaf *same_leaf(const Trace &reference, const Leaf &leaf) {
+  for (const Leaf &ref : reference.leaves)
+    if (ref.role == leaf.role && ref.name == leaf.name)
+      return &ref;
+  return nullptr;
+}
+
+// Whether `leaf` is one shard of a reference leaf of shape `whole` along its
+// partition_dim.
+bool is_shard_of(const Leaf &leaf, const Shape &whole) {
+  if (leaf.partition_dim < 0 ||
+      leaf.partition_dim >= static_cast<int>(leaf.shape.size()) ||
+      leaf.shape.size() != whole.size())
+    return false;
+  for (std::size_t d = 0; d < leaf.shape.size(); ++d) {
+    auto count = static_cast<int>(d) == leaf.partition_dim ? leaf.shard_count : 1;
+    if (leaf.shape[d] * count != whole[d])
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+LeafCounterpart counterpart_in(const Trace &reference, const Leaf &leaf) {
+  LeafCounterpart found{same_leaf(reference, leaf), std::nullopt};
+  if (!found.reference)
+    return found;
+  const bool same_shape = leaf.shape == found.reference->shape;
+  if (!same_shape && !is_shard_of(leaf, found.reference->shape))
+    return found;
+  auto &positions = found.positions.emplace(leaf.elements.size());
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    positions[i] = same_shape
+                       ? i
+                       : shard_to_reference_index(leaf.shape, leaf.partition_dim,
+                                                  leaf.partition_stride, leaf.shard_index,
+                                                  leaf.shard_count, i);
+  return found;
+}
+
 void LinkedProgram::bind_leaves(int rank) {
-  const ir::Trace &trace = ranks_[rank];
   terms::Substitution &sub = *impl_->substitutions[rank];
-  auto find_reference = [&](const ir::Leaf &leaf) -> const ir::Leaf * {
-    for (const ir::Leaf &ref : reference_.leaves)
-      if (ref.role == leaf.role && ref.name == leaf.name)
-        return &ref;
-    return nullptr;
-  };
-  for (const ir::Leaf &leaf : trace.leaves) {
-    const ir::Leaf *ref = find_reference(leaf);
-    if (!ref) {
-      if (leaf.role == ir::LeafRole::Parameter)
-        unbound_.push_back({rank, leaf.loc,
-                            fmt::format("rank {}: parameter '{}' has no counterpart "
-                                        "in the reference",
-                                        rank, leaf.name)});
-      continue;
-    }
-    if (leaf.shape == ref->shape) {
+  for (const ir::Leaf &leaf : ranks_[rank].leaves) {
+    const LeafCounterpart counterpart = counterpart_in(reference_, leaf);
+    if (counterpart.positions) {
       for (std::size_t i = 0; i < leaf.elements.size(); ++i)
-        sub.bind(leaf.elements[i], ref->elements[i]);
+        sub.bind(leaf.elements[i],
+                 counterpart.reference->elements[(*counterpart.positions)[i]]);
       continue;
     }
-    bool shardable = leaf.partition_dim >= 0 &&
-                     leaf.partition_dim < static_cast<int>(leaf.shape.size()) &&
-                     leaf.shape.size() == ref->shape.size();
-    if (shardable) {
-      for (std::size_t d = 0; d < leaf.shape.size(); ++d) {
-        auto expected =
-            leaf.shape[d] *
-            (static_cast<int>(d) == leaf.partition_dim ? leaf.shard_count : 1);
-        shardable = shardable && expected == ref->shape[d];
-      }
-    }
-    if (!shardable) {
-      // Inputs created at a rank-local shape stay free: proofs that need them
-      // become "could not prove", never "proved".
-      if (leaf.role == ir::LeafRole::Parameter)
-        unbound_.push_back(
-            {rank, leaf.loc,
-             fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
-                         "reference, and its partition_dim does not explain it",
-                         rank, leaf.name, ir::shape_str(leaf.shape),
-                         ir::shape_str(ref->shape))});
+    // Inputs created at a rank-local shape stay free: proofs that need them
+    // become "could not prove", never "proved".
+    if (leaf.role != ir::LeafRole::Parameter)
       continue;
-    }
-    for (std::size_t i = 0; i < leaf.elements.size(); ++i)
-      sub.bind(leaf.elements[i],
-               ref->elements[shard_to_reference_index(
-                   leaf.shape, leaf.partition_dim, leaf.partition_stride,
-                   leaf.shard_index, leaf.shard_count, i)]);
+    const ir::Leaf *ref = counterpart.reference;
+    unbound_.push_back(
+        {rank, leaf.loc,
+         ref ? fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
+                           "reference, and its partition_dim does not explain it",
+                           rank, leaf.name, ir::shape_str(leaf.shape),
+                           ir::shape_str(ref->shape))
+             : fmt::format("rank {}: parameter '{}' has no counterpart in the reference",
+                           rank, leaf.name)});
   }
 }
 

@@ -8,6 +8,7 @@
 #include "models/terms/term_store.h"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,5 +65,18 @@ private:
 // `local`, for a tensor sharded along `dim` with Megatron's partition stride.
 std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
                                      int shard, int count, std::size_t local);
+
+// How a rank's leaf stands for the reference's, as the linker binds it and
+// the path's witness values it: the reference leaf of the same role and name,
+// and the reference element each of the rank's elements is (the same
+// position when the shapes agree, the shard's place in the whole by
+// partition_dim and partition_stride when the shard count explains the
+// difference).
+struct LeafCounterpart {
+  const Leaf *reference = nullptr; // none: no leaf of that role and name
+  // nullopt: a shape the partition does not explain (created rank-local)
+  std::optional<std::vector<std::size_t>> positions;
+};
+LeafCounterpart counterpart_in(const Trace &reference, const Leaf &leaf);
 
 } // namespace shardproof::ir

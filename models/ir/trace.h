@@ -187,7 +187,7 @@ struct Trace {
   std::vector<ModuleCall> module_calls;
   std::vector<PathCondition> path; // in the order the decisions were made
   // How the witness values this run's variables that are not named as the
-  // reference's (a shard element: the reference element it holds).
+  // reference's (a leaf element: the reference element it is bound to).
   terms::WitnessNames witness_names;
 
   NodeId add_node(Node node);

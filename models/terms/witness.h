@@ -1,8 +1,9 @@
 // The witness of a path. A value-dependent decision (topk, argmax, sort, a
 // mask from a comparison) cannot be followed for every input at once, so
 // every run of one target makes it at one shared point: each variable valued
-// by its name and the path's seed. Names are the reference's (a rank's shard
-// of a parameter takes the name of the element it holds), so ranks deciding
+// by its name and the path's seed. Names are the reference's (a rank's leaf
+// element takes the name of the reference element the linker binds it to:
+// its shard of a parameter, its slice of an input), so ranks deciding
 // from values equal to the reference's decide as it does. The point satisfies
 // every decision made at it: the path it takes is feasible, and a difference
 // found there is a real one.

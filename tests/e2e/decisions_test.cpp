@@ -47,6 +47,19 @@ TEST(Decisions, TopKRoutingIsProvedOverEveryRoutingOfTheTokens) {
       << r.out;
 }
 
+TEST(Decisions, ARankRoutingItsSliceOfTheTokensDecidesAsTheReferenceForThoseTokens) {
+  // Each rank's tokens are its slice of the batch the entry created: at every
+  // witness, rank 1's first token takes the reference's token 1's values
+  // (not those of the reference's first token, whose position it has).
+  auto r =
+      run_cli({"check", "tests/e2e/decisions/sliced_tokens_routing.py", "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (topk): every input takes one "
+                       "of the 4 paths checked"),
+            npos)
+      << r.out;
+}
+
 TEST(Decisions, RoutingOnAllReducedLogitsIsDecidedFromTheLinkedResult) {
   // The ranks are traced again with the all-reduce's values at the witness
   // known; the coverage obligation sees the linked sum of partial logits as

@@ -33,6 +33,45 @@ TEST(ShardIndex, MegatronPartitionStride) {
 }
 
 namespace {
+shardproof::ir::Leaf leaf_of(shardproof::ir::LeafRole role, std::string name,
+                             shardproof::ir::Shape shape, int partition_dim = -1,
+                             int shard = 0, int shards = 1) {
+  shardproof::ir::Leaf leaf;
+  leaf.role = role;
+  leaf.name = std::move(name);
+  leaf.elements.resize(static_cast<std::size_t>(shape[0] * shape[1]));
+  leaf.shape = std::move(shape);
+  leaf.partition_dim = partition_dim;
+  leaf.shard_index = shard;
+  leaf.shard_count = shards;
+  return leaf;
+}
+} // namespace
+
+TEST(LeafCounterpart, ARankLeafStandsForTheReferenceElementsTheLinkerBindsItTo) {
+  using shardproof::ir::LeafRole;
+  shardproof::ir::Trace reference;
+  reference.leaves = {leaf_of(LeafRole::Input, "tensor#0", {2, 2}),
+                      leaf_of(LeafRole::Parameter, "fc.weight", {4, 2})};
+  // An input of the reference's shape: element for element, whatever the
+  // rank does with it (its slice is a view of the same elements).
+  auto input = counterpart_in(reference, leaf_of(LeafRole::Input, "tensor#0", {2, 2}));
+  EXPECT_EQ(input.reference, &reference.leaves[0]);
+  EXPECT_EQ(input.positions, (std::vector<std::size_t>{0, 1, 2, 3}));
+  // Rank 1's shard of rows: the reference's rows 2..3.
+  auto shard = counterpart_in(reference,
+                              leaf_of(LeafRole::Parameter, "fc.weight", {2, 2}, 0, 1, 2));
+  EXPECT_EQ(shard.positions, (std::vector<std::size_t>{4, 5, 6, 7}));
+  // Created at a rank-local shape, or with no leaf of its name: no elements.
+  auto local = counterpart_in(reference, leaf_of(LeafRole::Input, "tensor#0", {1, 2}));
+  EXPECT_EQ(local.reference, &reference.leaves[0]);
+  EXPECT_FALSE(local.positions);
+  EXPECT_EQ(
+      counterpart_in(reference, leaf_of(LeafRole::Input, "fc.weight", {4, 2})).reference,
+      nullptr);
+}
+
+namespace {
 using namespace shardproof;
 using terms::TermId;
 
