@@ -14,7 +14,10 @@ namespace shardproof::checkers {
 using terms::TermId;
 
 namespace {
-// Every path's decisions over the first path's reference variables.
+// Every path's decisions over the first path's reference variables: each
+// path's reference variable is the first's of its name. A rank's own
+// variable (a leaf the linker left unbound) stays itself, whatever its name:
+// no other path decided over it.
 std::vector<std::vector<Decision>>
 over_first_reference(terms::TermStore &store, const std::vector<PathDecisions> &paths) {
   std::map<std::string, TermId> by_name;
@@ -29,7 +32,8 @@ over_first_reference(terms::TermStore &store, const std::vector<PathDecisions> &
       conditions.push_back(condition);
     terms::Substitution rename(store);
     for (TermId v : terms::variables_of(store, conditions))
-      if (auto it = by_name.find(store.variable(v).name); it != by_name.end())
+      if (auto it = by_name.find(store.variable(v).name);
+          it != by_name.end() && store.variable(v).kind == terms::VarKind::Reference)
         rename.bind(v, it->second);
     auto &decisions = out.emplace_back();
     for (const auto &[condition, holds] : path.decisions)

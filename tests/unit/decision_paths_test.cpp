@@ -72,6 +72,19 @@ TEST(DecisionPaths, RunsAreMatchedByTheirVariablesNames) {
                            {&second, {{s.lt(s.zero(), x2), false}}}});
   EXPECT_EQ(v.kind, Verdict::Kind::Proved) << v.why;
 }
+
+// A rank's own variable (created at a shape the reference has none of) is no
+// input of the reference, even when it is named as one: deciding over it on
+// one path and over the reference's input on another covers nothing.
+TEST(DecisionPaths, ARanksOwnVariableIsNotTheReferenceInputOfItsName) {
+  TermStore s;
+  TermId x1 = s.var("x", VarKind::Reference), x2 = s.var("x", VarKind::Reference);
+  TermId own = s.var("x", VarKind::RankLocal);
+  ir::Trace first = run_of({x1}), second = run_of({x2});
+  Verdict v = coverage(s, {{&first, {{s.lt(s.zero(), x1), true}}},
+                           {&second, {{s.lt(s.zero(), own), false}}}});
+  EXPECT_NE(v.kind, Verdict::Kind::Proved);
+}
 } // namespace
 
 // Two tokens, each routed to the larger of two exps: three of the four
