@@ -550,8 +550,10 @@ def _joined(op, tensors, fn):
 
 @_out_form
 def cat(tensors, dim=0):
-    # PyTorch skips 1-D empty tensors (legacy), whatever their neighbours.
-    tensors = [t for t in tensors if t.numel() > 0 or t.ndim > 1]
+    # PyTorch skips 1-D empty tensors (legacy), whatever their neighbours;
+    # when all are, the result is one of them.
+    tensors = list(tensors)
+    tensors = [t for t in tensors if t.numel() > 0 or t.ndim > 1] or tensors[:1]
     d = dim + tensors[0].ndim if dim < 0 else dim
     return _joined("cat", tensors, lambda arrays: np.concatenate(arrays, axis=d))
 

@@ -185,3 +185,28 @@ def uneven_reduce_scatter_then_all_gather():
 
 def uneven_all_gather_wrong_sizes():
     return UnevenGather(receive_even=True), (torch.randn(10, 3),)
+
+
+class UnevenWithEmptyRanks(torch.nn.Module):
+    """Uneven exchanges in which a rank has no rows (one an MoE dispatcher
+    routes no tokens to): rank r holds r rows of the batch, reduce-scattered
+    and all-gathered as in UnevenGather (rank 0 sends an empty tensor, the
+    others rows); then a reduce_scatter of nothing at all on every rank."""
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        rows = [(sum(range(r)), r) for r in range(world)]
+        share = x / world
+        mine = torch.empty(rank, x.shape[1])
+        dist.reduce_scatter(mine, [share[start:start + count].contiguous()
+                                   for start, count in rows])
+        parts = [torch.empty(count, x.shape[1]) for _, count in rows]
+        dist.all_gather(parts, mine)
+        nothing = torch.empty(0, x.shape[1])
+        dist.reduce_scatter(nothing, [x[:0].contiguous() for _ in range(world)])
+        used = sum(count for _, count in rows)
+        return torch.cat(parts + [nothing, x[used:]], dim=0)
+
+
+def uneven_with_empty_ranks():
+    return UnevenWithEmptyRanks(), (torch.randn(10, 3),)

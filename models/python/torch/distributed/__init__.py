@@ -410,11 +410,12 @@ def _listed(fn, what, tensors, g):
 
 
 def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
-           local=None, has_outputs=True):
+           local=None, has_outputs=True, in_shape=None):
     """Records the call; returns its result (a flat object array of
     placeholders, or the constants an earlier pass linked them to) and the IR
     node that produced it. Over a group of one the result is `local`, with no
-    call to link (the reference run has a node for each collective)."""
+    call to link (the reference run has a node for each collective).
+    `in_shape`: the shape the call sends, where its input tensor's is not."""
     inputs = np.asarray(inputs).ravel()
     count = int(np.prod(out_shape)) if has_outputs else 0
     site = _site()
@@ -438,7 +439,8 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     uneven = {} if splits is None else dict(zip(("input_splits", "output_splits"), splits))
     _sp.record_collective(
         kind=kind, op=op, group=ranks, sequence=seq, src=root,
-        input_shape=inputs.shape if not parents else _in_shape(parents, inputs),
+        input_shape=in_shape if in_shape is not None else
+        inputs.shape if not parents else _in_shape(parents, inputs),
         output_shape=out_shape if count else (0,), dtype=dtype.name,
         inputs=inputs.tolist(), outputs=outputs, file=file, line=line, column=col,
         function=func, node=node, **uneven)
@@ -781,12 +783,14 @@ def _split_sizes(sizes, rows, g, what):
 def _exchange(g, output_tensors, source, flat_in, sends, receives, row_shape,
               async_op):
     """An all-to-all of rows: `sends[j]` rows of `flat_in` to member j,
-    `receives[j]` rows from it, written into `output_tensors` in order."""
+    `receives[j]` rows from it, written into `output_tensors` in order. It
+    is recorded as sending those rows, whatever the source tensors' shapes
+    (an uneven all_gather sends its input to every member, or nothing)."""
     even = len(set(sends)) == 1 and sends == receives
     out_shape = (sum(receives),) + tuple(row_shape)
     flat, node = _issue("all_to_all", "sum", g, source, flat_in, out_shape,
                         source[0].dtype, splits=None if even else (sends, receives),
-                        local=flat_in)
+                        local=flat_in, in_shape=(sum(sends),) + tuple(row_shape))
     writes, start = [], 0
     for t in output_tensors:
         writes.append((t, flat[start:start + t._a.size], node))
