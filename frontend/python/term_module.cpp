@@ -437,6 +437,11 @@ PyObject *new_var(PyObject *args, terms::VarKind kind) {
 PyObject *py_var(PyObject *, PyObject *args) {
   return new_var(args, g_context->leaf_kind);
 }
+// Uninitialised memory (torch.empty in the running code): any value at all,
+// never the reference's, so it is quantified like an input of its own.
+PyObject *py_uninitialised(PyObject *, PyObject *args) {
+  return new_var(args, terms::VarKind::Reference);
+}
 PyObject *py_placeholder(PyObject *, PyObject *args) {
   return new_var(args, terms::VarKind::Placeholder);
 }
@@ -876,6 +881,8 @@ PyMethodDef module_methods[] = {
      "evaluate(terms, vars, values) -> floats"},
     {"var", in_trace<py_var>, METH_VARARGS,
      "var(name, origin) -> a fresh symbolic leaf element"},
+    {"uninitialised", in_trace<py_uninitialised>, METH_VARARGS,
+     "uninitialised(name, origin) -> an element of uninitialised memory: any value"},
     {"placeholder", in_trace<py_placeholder>, METH_VARARGS,
      "a collective result, resolved at link time"},
     {"opaque", in_trace<py_opaque>, METH_VARARGS, "a value shardproof does not model"},

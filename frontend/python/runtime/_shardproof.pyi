@@ -24,6 +24,8 @@ def take_symbolic_stops() -> int:
     """Stops at symbolic control flow since the last call (caught or not)."""
 def var(name: str, origin: str = "") -> Term:
     """A fresh symbolic leaf element (a parameter's or an input's)."""
+def uninitialised(name: str, origin: str = "") -> Term:
+    """An element of memory the running code never wrote: any value at all."""
 def placeholder(name: str, origin: str = "") -> Term:
     """A collective's result element, resolved by the linker."""
 def opaque(what: str, where: str = "") -> Term:

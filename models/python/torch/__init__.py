@@ -210,7 +210,11 @@ def _filled(op, value):
         _layout_and_format(op, layout, memory_format)
         dtype = dtype or (out.dtype if out is not None else _dtypes.default_float())
         if value is None:  # uninitialised memory: any value at all
-            t = fresh(size, dtype, op)
+            # Made while the entry builds the model it is a symbolic input,
+            # matched to the reference's; made by the running code it is
+            # this process's own garbage, never the reference's.
+            building = _tracing.state.building
+            t = fresh(size, dtype, op, register=building, uninitialised=not building)
         else:
             t = _from_data(np.full(size, value), dtype, op)
         return _created(t, op, requires_grad, out)
@@ -386,7 +390,8 @@ for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
               "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
               "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",
-              "scatter_add", "index_add", "masked_select"):
+              "scatter_add", "index_add", "masked_select", "ceil", "floor", "trunc",
+              "round", "argmax", "argmin"):
     globals()[_name] = _unary(_name)
 
 

@@ -2,6 +2,7 @@
 symbolic terms (_shardproof.Term), plus the IR node that produced it."""
 import builtins
 import contextlib
+import copy
 import math
 import operator
 import weakref
@@ -156,12 +157,19 @@ def _movement(op, category, fn, sources, differentiable=None, indices=(), dtype=
     return record(result, dtype, op, category, sources, vjp)
 
 
-def fresh(shape, dtype, what, register=True):
-    """A tensor of fresh symbolic leaves (randn, empty, parameters)."""
+def fresh(shape, dtype, what, register=True, index=None, uninitialised=False):
+    """A tensor of fresh symbolic leaves (randn, empty, parameters). A
+    registered leaf is named by its op and creation order among that op's
+    leaves, which matches it to the reference's; a parameter passes its own `index` (it is matched by its
+    qualified name), so the parameters a run creates (one expert per rank,
+    every expert in the reference) do not shift the other leaves' order.
+    `uninitialised`: memory the running code never wrote, any value at all
+    and never the reference's (quantified as an input of its own)."""
     shape = tuple(int(d) for d in shape)
-    index = _tracing.next_leaf_index()
+    index = _tracing.next_leaf_index(what) if index is None else index
     origin = _tracing.origin()
-    flat = [_sp.var(f"{what}#{index}{_index_str(shape, i)}", origin)
+    make = _sp.uninitialised if uninitialised else _sp.var
+    flat = [make(f"{what}#{index}{_index_str(shape, i)}", origin)
             for i in range(math.prod(shape))]
     array = np.empty(len(flat), dtype=object)
     array[:] = flat
@@ -169,7 +177,7 @@ def fresh(shape, dtype, what, register=True):
     t = record(array, dtype, what, "leaf")
     if register:
         file, line, _, _ = _tracing.location()
-        _sp.record_leaf(role="input", name=f"tensor#{index}", shape=shape, elements=flat,
+        _sp.record_leaf(role="input", name=f"{what}#{index}", shape=shape, elements=flat,
                         partition_dim=-1, partition_stride=1, shard=0, shards=1,
                         file=file, line=line)
     return t
@@ -734,6 +742,30 @@ class Tensor(metaclass=_TensorType):
     def clone(self, memory_format=None):
         return self._copy("clone", memory_format)
 
+    _CORE = frozenset(("_a", "dtype", "_node", "requires_grad", "grad", "grad_fn", "_vc",
+                       "_base", "_loc"))
+
+    def __deepcopy__(self, memo):
+        """PyTorch's: a leaf's copy holds the same values in new storage,
+        with the same requires_grad, a copy of its .grad and of the Python
+        attributes a framework set on it (a Parameter's own copy is a new
+        Parameter: see nn.Parameter)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        copied = self._deepcopy_values()
+        memo[id(self)] = copied
+        copied.requires_grad = self.requires_grad
+        if self.grad is not None:
+            copied.grad = copy.deepcopy(self.grad, memo)
+        for name, value in self.__dict__.items():
+            if name not in Tensor._CORE:
+                copied.__dict__[name] = copy.deepcopy(value, memo)
+        return copied
+
+    def _deepcopy_values(self):
+        return self.detach().clone()
+
     def requires_grad_(self, requires_grad=True):
         if not requires_grad and self.grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf "
@@ -801,6 +833,30 @@ class Tensor(metaclass=_TensorType):
                                  (2 * _positive(A) - 1)], saved=(self,))
 
     abs = __abs__
+
+    def _rounded(self, op, rule):
+        """ceil/floor/round/trunc of exact numbers (a capacity computed from
+        token counts); of symbolic values they are piecewise: not modelled.
+        The gradient is zero, as PyTorch's."""
+        flat = [float(v) if isinstance(v, _sp.Term) else v for v in self._a.ravel()]
+        if any(isinstance(v, _sp.Term) and not v.is_const for v in self._a.ravel()):
+            _tracing.unmodelled(f"{op} of symbolic values")
+        cast = float if self.dtype.is_floating_point else int
+        values = np.asarray([cast(rule(v)) for v in flat], dtype=object).reshape(self._a.shape)
+        return record(values, self.dtype, op, "elementwise", (self,),
+                      lambda g: [np.zeros(self._a.shape, dtype=object)])
+
+    def ceil(self):
+        return self._rounded("ceil", math.ceil)
+
+    def floor(self):
+        return self._rounded("floor", math.floor)
+
+    def trunc(self):
+        return self._rounded("trunc", math.trunc)
+
+    def round(self):
+        return self._rounded("round", builtins.round)
 
     def __pow__(self, e):
         if isinstance(e, Tensor):

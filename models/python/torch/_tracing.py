@@ -19,7 +19,7 @@ class State:
     def __init__(self):
         self.root = None       # the analysed tree: locations point inside it
         self.harness = set()   # files that build the analysed code (recipes)
-        self.leaf_counter = 0  # symbolic tensors created, in order
+        self.leaf_counters = {}  # op -> symbolic tensors it created, in order
         self.param_counter = 0
         self.building = False  # inside the entry: the model is being built
         self.module_boundaries = False  # the model's forward: record module calls
@@ -33,7 +33,7 @@ state = State()
 def reset(root):
     state.root = _as_folder(root)
     state.harness = set()
-    state.leaf_counter = 0
+    state.leaf_counters = {}
     state.param_counter = 0
     state.building = False
     state.module_boundaries = False
@@ -105,9 +105,12 @@ def origin():
     return f"{display(file)}:{line}"
 
 
-def next_leaf_index():
-    k = state.leaf_counter
-    state.leaf_counter += 1
+def next_leaf_index(op):
+    """The k-th symbolic tensor `op` made in this run: it is matched to the
+    reference's k-th of that op, so tensors of other kinds made on one side
+    only (a rank's communication buffers) do not shift the match."""
+    k = state.leaf_counters.get(op, 0)
+    state.leaf_counters[op] = k + 1
     return k
 
 

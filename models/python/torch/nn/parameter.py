@@ -11,8 +11,8 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad=True):
         if data is None:
             raise TypeError("Parameter() needs data")
-        symbolic = fresh(data.shape, data.dtype,
-                         f"param{_tracing.next_param_index()}", register=False)
+        symbolic = fresh(data.shape, data.dtype, "param", register=False,
+                         index=_tracing.next_param_index())
         super().__init__(symbolic._a, data.dtype, symbolic._node, requires_grad)
         self._origin = _tracing.location()[:2]
         self.__dict__.update({k: v for k, v in data.__dict__.items()
@@ -21,3 +21,9 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return f"Parameter(shape={list(self.shape)}, dtype={self.dtype})"
+
+    def _deepcopy_values(self):
+        """A new Parameter (PyTorch copies the values; here every Parameter
+        is symbolic, so the copy is a new weight: a deep-copied expert is
+        trained apart from the one it was copied from)."""
+        return type(self)(self.detach(), self.requires_grad)
