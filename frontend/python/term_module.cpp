@@ -437,6 +437,16 @@ PyObject *new_var(PyObject *args, terms::VarKind kind) {
 PyObject *py_var(PyObject *, PyObject *args) {
   return new_var(args, g_context->leaf_kind);
 }
+PyObject *py_provably_positive(PyObject *, PyObject *args) {
+  PyObject *x;
+  if (!PyArg_ParseTuple(args, "O", &x))
+    return nullptr;
+  auto t = arg_term(x);
+  if (!t)
+    return nullptr;
+  return PyBool_FromLong(terms::provably_positive(store(), *t));
+}
+
 // Uninitialised memory (torch.empty in the running code): any value at all,
 // never the reference's, so it is quantified like an input of its own.
 PyObject *py_uninitialised(PyObject *, PyObject *args) {
@@ -881,6 +891,8 @@ PyMethodDef module_methods[] = {
      "evaluate(terms, vars, values) -> floats"},
     {"var", in_trace<py_var>, METH_VARARGS,
      "var(name, origin) -> a fresh symbolic leaf element"},
+    {"provably_positive", in_trace<py_provably_positive>, METH_VARARGS,
+     "provably_positive(x) -> True where x > 0 for every value of its variables"},
     {"uninitialised", in_trace<py_uninitialised>, METH_VARARGS,
      "uninitialised(name, origin) -> an element of uninitialised memory: any value"},
     {"placeholder", in_trace<py_placeholder>, METH_VARARGS,

@@ -130,32 +130,7 @@ Normalizer::Poly Normalizer::inverse(const Poly &p) {
 
 // Provably > 0 for every value of its variables: exp(...), a positive
 // constant, and products and positive-coefficient sums of those.
-bool Normalizer::positive(TermId t) {
-  if (auto it = positive_.find(t); it != positive_.end())
-    return it->second;
-  const Node n = store_.node(t); // copy: the store may grow
-  bool result = false;
-  switch (n.op) {
-  case Op::Const:
-    result = store_.const_value(t) > 0;
-    break;
-  case Op::App:
-    result = static_cast<Fn>(n.payload) == Fn::Exp;
-    break;
-  case Op::Add:
-  case Op::Mul:
-    result =
-        std::all_of(n.args.begin(), n.args.end(), [&](TermId a) { return positive(a); });
-    break;
-  case Op::Inv:
-    result = positive(n.args[0]);
-    break;
-  default:
-    break;
-  }
-  positive_[t] = result;
-  return result;
-}
+bool Normalizer::positive(TermId t) { return provably_positive(store_, t, &positive_); }
 
 // x * inv(x) = 1 where x is provably positive (never where it may be 0:
 // inv(0) = 0). Within a monomial: an atom against its inverse. Across

@@ -1,5 +1,7 @@
 #include "models/terms/term_store.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
@@ -575,6 +577,35 @@ std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId>
       stack.push_back(*it);
   }
   return out;
+}
+
+bool provably_positive(const TermStore &store, TermId t,
+                       std::unordered_map<TermId, bool> *memo) {
+  if (memo)
+    if (auto it = memo->find(t); it != memo->end())
+      return it->second;
+  const Node &n = store.node(t);
+  bool result = false;
+  switch (n.op) {
+  case Op::Const:
+    result = store.const_value(t) > 0;
+    break;
+  case Op::App:
+    result = static_cast<Fn>(n.payload) == Fn::Exp ||
+             static_cast<Fn>(n.payload) == Fn::Sigmoid;
+    break;
+  case Op::Add:
+  case Op::Mul:
+  case Op::Inv:
+    result = std::all_of(n.args.begin(), n.args.end(),
+                         [&](TermId a) { return provably_positive(store, a, memo); });
+    break;
+  default:
+    break;
+  }
+  if (memo)
+    (*memo)[t] = result;
+  return result;
 }
 
 } // namespace shardproof::terms

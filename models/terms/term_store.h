@@ -199,4 +199,11 @@ std::string alpha_key(const TermStore &store, std::span<const TermId> roots);
 // Every variable a term depends on, in first-seen order.
 std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots);
 
+// True where `t` is > 0 for every value of its variables: positive
+// constants, exp and sigmoid, and sums, products and inverses of such (a
+// softmax probability). False means unknown, not negative. `memo` keeps
+// the answers for subterms (shared subterms are asked once).
+bool provably_positive(const TermStore &store, TermId t,
+                       std::unordered_map<TermId, bool> *memo = nullptr);
+
 } // namespace shardproof::terms

@@ -24,6 +24,8 @@ def take_symbolic_stops() -> int:
     """Stops at symbolic control flow since the last call (caught or not)."""
 def var(name: str, origin: str = "") -> Term:
     """A fresh symbolic leaf element (a parameter's or an input's)."""
+def provably_positive(x: Term) -> bool:
+    """True where x > 0 for every value of its variables (False: unknown)."""
 def uninitialised(name: str, origin: str = "") -> Term:
     """An element of memory the running code never wrote: any value at all."""
 def placeholder(name: str, origin: str = "") -> Term:

@@ -271,6 +271,17 @@ def binary(op, a, b, fn, out_dtype=None, vjp=None, saved=()):
                   grads if vjp else None, saved=saved)
 
 
+def _exact_integer(v, dtype):
+    """An element cast to an integer or bool dtype: exact numbers as they
+    are; a symbolic value only where the cast cannot depend on it (a value
+    provably > 0, such as a softmax probability, is True as a bool)."""
+    if not isinstance(v, _sp.Term) or v.is_const:
+        return builtins.int(v)
+    if dtype is _dtypes.bool and _sp.provably_positive(v):
+        return 1
+    raise Unsupported("casting a symbolic tensor to an integer type")
+
+
 def _concrete_only(op, fn):
     """A piecewise op (floor, remainder) over exact numbers only: over
     symbolic values it is not modelled."""
@@ -672,10 +683,7 @@ class Tensor(metaclass=_TensorType):
                           (self,), lambda g: [g[0]] if self.dtype.is_floating_point
                           else [None])
         elif self._a.dtype == object:
-            if any(isinstance(v, _sp.Term) and not v.is_const
-                   for v in self._a.ravel()):
-                raise Unsupported("casting a symbolic tensor to an integer type")
-            array = np.asarray([builtins.int(v) for v in self._a.ravel()],
+            array = np.asarray([_exact_integer(v, dtype) for v in self._a.ravel()],
                                dtype=dtype.numpy).reshape(self._a.shape)
         else:
             array = self._a.astype(dtype.numpy)
