@@ -129,6 +129,27 @@ TEST(Decisions, AScatterAlongAnotherDimThanTheTopKsDecidesTheOrder) {
       << r.out;
 }
 
+TEST(Decisions, ADispatchMaskOfSoftmaxProbabilitiesIsKnownOnEachPath) {
+  auto r = run_cli({"check", "tests/e2e/decisions/dispatch_mask.py::entry"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (argmax): every input takes "
+                       "one of the 2 paths checked"),
+            npos)
+      << r.out;
+}
+
+TEST(Decisions, ABoolCastOfAValueOfEitherSignIsNotModelled) {
+  auto r =
+      run_cli({"check", "tests/e2e/decisions/dispatch_mask.py::entry_mask_from_logits"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("dispatch_mask.py:23: note: could not prove trace "
+                       "tests/e2e/decisions/dispatch_mask.py::entry_mask_from_logits: "
+                       "tracing stopped: Unsupported: casting a symbolic tensor to an "
+                       "integer type"),
+            npos)
+      << r.out;
+}
+
 // tests/routing_pairs: a Megatron-style top-2 MoE layer with aux loss under
 // tp x ep x sp, routed by its own router (no replay).
 TEST(RoutingPairs, RouterGradientNotReducedOverTheSequenceIsRefutedAtTheRouter) {

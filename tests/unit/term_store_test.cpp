@@ -63,3 +63,18 @@ TEST(TermStore, VariablesOfListsEachOnce) {
   EXPECT_EQ(vars[0], x);
   EXPECT_EQ(vars[1], y);
 }
+
+TEST(TermStore, ProvablyPositiveOnlyWhereEveryValueIs) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId ex = s.app(Fn::Exp, x), ey = s.app(Fn::Exp, y);
+  TermId probability = s.mul(ex, s.inv(s.add(ex, ey))); // softmax's first element
+  EXPECT_TRUE(provably_positive(s, probability));
+  EXPECT_TRUE(provably_positive(s, s.app(Fn::Sigmoid, x)));
+  EXPECT_TRUE(provably_positive(s, s.constant(2)));
+  EXPECT_FALSE(provably_positive(s, x));                  // any sign
+  EXPECT_FALSE(provably_positive(s, s.zero()));           // not > 0
+  EXPECT_FALSE(provably_positive(s, s.neg(ex)));          // negative
+  EXPECT_FALSE(provably_positive(s, s.sub(ex, ey)));      // either sign
+  EXPECT_FALSE(provably_positive(s, s.app(Fn::Tanh, x))); // either sign
+}
