@@ -389,6 +389,27 @@ TEST(Autograd, GraphTaskQueriesCountOnlyTheParametersTheBackwardReaches) {
       << r.out;
 }
 
+// ZeRO's set-up re-points every weight's .data: parked on a 1-element
+// tensor, then at its view of a flat buffer of the weights' copies.
+TEST(Parameters, AWeightRepointedAtItsViewOfAFlatBufferKeepsItsValues) {
+  for (const char *entry : {"entry", "entry_initialised"}) {
+    auto r = run_cli(
+        {"check", std::string("tests/e2e/frontend/flat_buffer_parameters.py::") + entry,
+         "--world", "2"});
+    EXPECT_EQ(r.exit_code, 0) << entry << r.out << r.err;
+    EXPECT_NE(r.out.find("proved: gradient: 'linear.weight' is replicated"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(Parameters, AWeightLeftParkedOnAnotherShapeIsNotTheReferencesWeight) {
+  auto r = run_cli(
+      {"check", "tests/e2e/frontend/flat_buffer_parameters.py::entry_left_parked"});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("proved: gradient: 'linear.weight'"), std::string::npos) << r.out;
+}
+
 TEST(ImportPolicy, UnmodelledClassesInAnnotationsAndIsinstanceStopNotRaise) {
   auto r = run_cli({"check", "tests/e2e/frontend/unmodelled_types.py", "--world", "2"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;

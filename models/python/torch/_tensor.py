@@ -545,14 +545,28 @@ class Tensor(metaclass=_TensorType):
         entry builds the model a Parameter keeps its own symbolic values (a
         proof covers every value of the weights) and takes only the dtype."""
         if getattr(self, "_is_parameter", False) and _tracing.state.building:
-            if tuple(value.shape) != tuple(self.shape):
-                raise Unsupported("re-pointing a Parameter's .data at a tensor "
-                                  "of another shape while the model is built")
-            self.dtype = value.dtype
-            return
+            if not self._repointed_while_built(value):
+                self._a, self._node = self._own_values
+                self.dtype = value.dtype
+                return
         self._a = value._a
         self._node = value._node
         self.dtype = value.dtype
+
+    def _repointed_while_built(self, value):
+        """Whether a Parameter re-pointed while the model is built takes
+        `value` as its storage: where it holds the Parameter's own symbolic
+        values (ZeRO moves each weight to a CPU copy, parks `.data` on a
+        1-element tensor, then points it at its view of the flat buffer
+        built from the copies), or a placeholder of another shape on the way
+        there. Any other value is an initialisation, which the Parameter
+        does not take. Ending the build in another shape than its own is a
+        parameter the reference does not have (the linker says so)."""
+        own, _ = self.__dict__.setdefault("_own_values", (self._a, self._node))
+        if tuple(value.shape) != own.shape:
+            return True
+        return all(isinstance(a, _sp.Term) and isinstance(b, _sp.Term) and a.id == b.id
+                   for a, b in zip(np.ravel(value._a), own.ravel()))
 
     def _get_data(self):
         """`t.data`: the same storage (a write through it changes t), outside
@@ -751,6 +765,7 @@ class Tensor(metaclass=_TensorType):
         return self._copy("clone", memory_format)
 
     _CORE = frozenset(("_a", "dtype", "_node", "requires_grad", "grad", "grad_fn", "_vc",
+                       "_own_values",
                        "_base", "_loc"))
 
     def __deepcopy__(self, memo):

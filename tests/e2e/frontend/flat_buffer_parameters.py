@@ -1,0 +1,67 @@
+"""A ZeRO-style optimizer set-up inside the entry: every weight is copied to
+the CPU, its `.data` parked on a 1-element tensor, a flat buffer built from
+the copies and each weight re-pointed at its view of it. The weights keep
+their own symbolic values (so their gradients are checked as any other's);
+`entry_initialised` re-points one at fresh zeros of its shape instead (an
+initialisation: the weight keeps its own values), and `entry_left_parked`
+ends the build with one still parked (a weight of another shape than the
+reference's)."""
+import torch
+import torch.distributed as dist
+
+
+def _flatten_into_buffer(params, leave_parked=False):
+    copies = []
+    for p in params:
+        p.cpu_data = p.data.cpu()
+        p.data = torch.empty(1)
+        copies.append(p.cpu_data)
+    flat = torch.cat([c.reshape(-1) for c in copies])
+    offset = 0
+    for i, p in enumerate(params):
+        n = p.cpu_data.numel()
+        if not (leave_parked and i == 0):
+            p.data = flat[offset:offset + n].view(p.cpu_data.shape)
+        offset += n
+        del p.cpu_data
+    return flat
+
+
+class Reduced(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def _entry(leave_parked=False, initialise=False):
+    model = Reduced()
+    _flatten_into_buffer(list(model.parameters()), leave_parked)
+    if initialise:
+        model.linear.weight.data = torch.zeros(2, 2)
+    x = torch.randn(4, 2)
+    local = x.chunk(dist.get_world_size())[dist.get_rank()]
+
+    def finalize_grads():
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= dist.get_world_size()
+
+    def loss(out):
+        return (out * out).sum() / out.shape[0]
+
+    return {"model": model, "inputs": (local,), "loss": loss, "finalize_grads": finalize_grads}
+
+
+def entry():
+    return _entry()
+
+
+def entry_initialised():
+    return _entry(initialise=True)
+
+
+def entry_left_parked():
+    return _entry(leave_parked=True)
