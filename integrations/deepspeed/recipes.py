@@ -29,6 +29,7 @@ import dataclasses
 import inspect
 import math
 import os
+import re
 import sys
 
 import torch
@@ -451,6 +452,116 @@ def ulysses_engine():
 ulysses_engine_zero1 = variant(ulysses_engine, stage=1)
 
 
+# ---- Mixture of experts: deepspeed.moe.layer.MoE under DeepSpeedEngine ----
+
+
+class MoEModel(torch.nn.Module):
+    """A model around one deepspeed.moe.layer.MoE: its output (the gate's
+    auxiliary loss is left out: DeepSpeed computes it per expert-parallel
+    group of tokens, GShard's definition, which no single-device run on the
+    whole batch reproduces)."""
+
+    def __init__(self, moe):
+        super().__init__()
+        self.moe = moe
+
+    def forward(self, x):
+        return self.moe(x)[0]
+
+
+def _moe_layer(sharded_moe, experts, ep, k):
+    """MoE over `experts` experts in `ep`-way expert parallelism, each a
+    Linear(hidden, hidden), routed top-`k` by its gate. Nothing is dropped
+    (the capacity holds every token, so a token's output does not depend on
+    how the batch is split into groups: the single-device reference routes
+    the same) and the gate is deterministic (no random token selection, no
+    noise: shardproof would compare different draws)."""
+    from deepspeed.moe.layer import MoE
+    hidden = 2
+    wanted = {"num_experts": experts, "ep_size": ep, "k": k,
+              "capacity_factor": float(experts), "eval_capacity_factor": float(experts),
+              "min_capacity": 0, "noisy_gate_policy": None, "drop_tokens": True,
+              "use_rts": False, "top2_2nd_expert_sampling": False}
+    taken = inspect.signature(MoE.__init__).parameters
+    if k == 2 and "top2_2nd_expert_sampling" not in taken:
+        raise ComponentAbsent("this tree's top-2 gate always samples its second expert "
+                              "with Gumbel noise (no top2_2nd_expert_sampling)")
+    if k not in (1, 2) and "k" in taken and not hasattr(sharded_moe, "topkgating"):
+        raise ComponentAbsent(f"this tree's gate has top-1 and top-2 only, not top-{k}")
+    arguments = {name: value for name, value in wanted.items() if name in taken}
+    return MoE(hidden, torch.nn.Linear(hidden, hidden), **arguments), hidden
+
+
+def _moe_optimizer_groups(model):
+    """The optimizer's parameter groups: experts apart from the rest, as
+    DeepSpeed requires under ZeRO (split_params_into_different_moe_groups_for_optimizer)."""
+    from deepspeed.moe import utils
+    groups = [{"params": list(model.parameters()), "name": "parameters"}]
+    split = getattr(utils, "split_params_into_different_moe_groups_for_optimizer", None)
+    return split(groups) if split else groups
+
+
+def _expert_names(local, ep_rank):
+    """Local expert i on expert-parallel rank e is the reference's expert
+    e * local + i."""
+    pattern = re.compile(r"(deepspeed_experts\.)(\d+)(\.|$)")
+
+    def rename(name):
+        return pattern.sub(lambda m: f"{m[1]}{ep_rank * local + int(m[2])}{m[3]}", name)
+    return rename
+
+
+@options(stage=(0, 1, 2), topk=(1, 2), local_experts=(1, 2))
+def moe_engine():
+    """deepspeed.moe.layer.MoE trained by DeepSpeedEngine (SGD, fp32, ZeRO
+    `stage`): `--ep E` experts-parallel ranks, `--dp D` more data-parallel
+    replicas of every expert (DeepSpeed's expert-data-parallel group); every
+    rank is data parallel for the gate and takes its slice of the batch, one
+    token each. The loss is the mean over the batch. The engine's own
+    backward and gradient reduction run (the non-expert gradients averaged
+    over all ranks, the experts' over their expert-data-parallel group and
+    scaled as the data-parallel average), so every gradient must be the
+    reference's: the same MoE on one device over the whole batch."""
+    stage, k, local = option("stage"), option("topk"), option("local_experts")
+    deepspeed, dist = _deepspeed()
+    try:
+        import deepspeed.moe.layer  # noqa: F401
+        from deepspeed.moe import sharded_moe
+    except ImportError as missing:
+        raise ComponentAbsent(f"this DeepSpeed tree has no deepspeed.moe ({missing})") from None
+    _engine_prerequisites()
+    layout, world = parallel(), torch.distributed.get_world_size()
+    ep = layout.ep if world > 1 else 1
+    moe, hidden = _moe_layer(sharded_moe, asked().ep * local, ep, k)
+    model = MoEModel(moe)
+    tokens = asked().world
+    config = {"train_micro_batch_size_per_gpu": tokens // world,
+              "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
+                                    "allgather_bucket_size": 64},
+              "zero_allow_untested_optimizer": True}
+    optimizer = torch.optim.SGD(_moe_optimizer_groups(model), lr=0.1)
+    engine, _, _, _ = deepspeed.initialize(model=model, config=config, optimizer=optimizer)
+    if hasattr(engine, "monitor"):
+        engine.monitor.enabled = False
+    x = torch.randn(tokens, hidden)
+    local_x = x.chunk(world, 0)[torch.distributed.get_rank()]
+
+    def loss(out):
+        return (out * out).sum() / out.shape[0]
+
+    backward, reduce = _engine_backward(engine, stage)
+
+    def finalize_grads():
+        reduce()
+        if stage:
+            _gather_zero_gradients(engine.optimizer, dist)
+
+    return {"model": engine, "inputs": (local_x.detach().requires_grad_(),), "loss": loss,
+            "backward": backward, "finalize_grads": finalize_grads,
+            "parameter_names": _expert_names(local, layout.coordinate("ep") if world > 1 else 0)}
+
+
 # ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
 # 2-way sequence parallelism, the layer also with 2-way data parallelism;
 # every option pairwise (shardproof_recipes.covering).
@@ -459,4 +570,10 @@ SCAN = [
     *covering(ulysses_attention_layer, ("tp=2", "tp=2,dp=2")),
     # The engine's own backward (engine.backward) and reduction, ZeRO 0 and 1.
     *covering(ulysses_engine, ("tp=2", "tp=2,dp=2")),
+    # MoE under the engine: every option with data parallelism alone (both
+    # experts on every rank), and expert parallelism under ZeRO 0 and 2 (the
+    # experts' own gradient scaling; each routing of the tokens a path).
+    *covering(moe_engine, ("tp=1,dp=2",)),
+    ("moe_engine", "tp=1,ep=2"),
+    ("moe_engine", "tp=1,ep=2,stage=2"),
 ]

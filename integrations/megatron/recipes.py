@@ -12,6 +12,7 @@ the input is then this rank's slice of the sequence.
 """
 import dataclasses
 import inspect
+import math
 import os
 
 import torch
@@ -1608,6 +1609,20 @@ def _within_proof_budget(layout, values):
     return not (values.get("qk_layernorm") and values.get("kv_groups") == 1)
 
 
+# The bound on value-dependent paths (checkers/decision_paths.cpp): a layer
+# whose own router chooses is explored routing by routing.
+MAX_PATHS = 16
+
+
+def _routings_within_bound(layout, values):
+    """moe_layer rows whose routings fit the path bound: C(experts, topk)
+    picks per token (the router's scatter reads which experts, not their
+    order), one token per rank (Sizes.routed); a row past it would only
+    report the bound (`check --option` still runs it)."""
+    experts = layout.ep * values["local_experts"]
+    return math.comb(experts, values["topk"]) ** layout.world <= MAX_PATHS
+
+
 SCAN = [
     *covering(column_parallel_linear, TP2),
     *covering(row_parallel_linear, TP2 + ("tp=2,dp=2,sp=1",),
@@ -1624,6 +1639,8 @@ SCAN = [
     *covering(gpt_model_pp, ("tp=1,pp=2,sp=0", "tp=2,pp=2,sp=0")),
     *covering(moe_layer_replay, ("tp=1,ep=2,sp=0", "tp=2,ep=2,sp=1"), _expert_tp_differs),
     *covering(moe_router, ("tp=2,sp=0",)),
+    # The router choosing (no replay): every routing a path, at routing sizes.
+    *covering(moe_layer, ("tp=1,ep=2,sp=0",), _routings_within_bound),
     ("mla_self_attention", "tp=2,sp=0"),
     # The legacy model, where a tree still has it (absent from 2025 on).
     ("legacy_norm", "tp=2,sp=1"),
