@@ -37,7 +37,10 @@ RNG tracker's fork() -> no-op, use_cpu_initialization=True and
 perform_initialization=True in the configs, torch.cuda.current_stream()
 -> a stream whose synchronize() is a no-op); gloo's all_gather is given
 NCCL's uneven lists along dim 0 (the all-to-all MoE dispatcher gathers
-tokens over TP in uneven splits); the trees are never edited.
+tokens over TP in uneven splits); DeepSpeed trees of May 2023 to March
+2024, which insist on Intel's CPU extensions for DS_ACCELERATOR=cpu without
+using them, import refusing stand-ins of those and run deepspeed.comm on
+gloo (_cpu_accelerator_without_ipex); the trees are never edited.
 """
 import argparse
 import contextlib
@@ -96,6 +99,20 @@ BUGS = {
         framework="megatron", builder="moe_router_z_loss", world=2,
         parent="db3a3f79d1cda60ea4b3db0ceffcf20c5760e11d",
         fix="cac8d1a3f08cc6291b3abb8b01bc2e97fbac3a0a"),
+    "deepspeed-moe-expert-grad-scale-zero0": dict(
+        framework="deepspeed", builder="moe_engine_ep2_zero0", world=2,
+        parent="4520edd61ce1235f87d062aa075cff412ae11a73",
+        fix="e5dd5501c10227ae33dce7d5bdd897741dd3adb7"),
+    "deepspeed-moe-expert-grad-scale-zero2": dict(
+        framework="deepspeed", builder="moe_engine_ep2_zero2", world=2,
+        parent="bf03f4835295bccc4765c9ae428c5d3e3ddb04fe",
+        fix="b647fb2470f8f6fefe5cab0ea84a2d89696eb898"),
+    # A regression of 2afa1c7f2 (#4695): `before` is its parent.
+    "deepspeed-moe-zero2-double-scaling": dict(
+        framework="deepspeed", builder="moe_engine_dp2_zero2", world=2,
+        parent="7fb5bade3e57c0acd126a5e9e871fc28d569b931",
+        fix="9d2660d2a3fac767972f01ac96858b2605ffc0e4",
+        before="61391229c956356b71fe675a45d10d9b45111a31"),
     "megatron-moe-aux-loss-sequence-shard": dict(
         framework="megatron", builder="moe_router_aux_loss", world=2,
         parent="7214c115d20e6a8df2ca6b3ab9bfb7f307c1b707",
@@ -228,6 +245,10 @@ def _patch_torch_for_cpu():
                 sock.listen(0)
                 return sock
             elastic_api._get_socket_with_port = _get_socket_with_port
+        # ... and its module logger, `log` before it was renamed `logger`
+        # (early-2024 trees import both; the agent is not used here either).
+        if not hasattr(elastic_api, "log") and hasattr(elastic_api, "logger"):
+            elastic_api.log = elastic_api.logger
     except ImportError:
         pass
     # 2024 Megatron reads `packaging` from pkg_resources, which setuptools 81
@@ -1006,8 +1027,50 @@ def build_ulysses_attention(world):
                 outputs=[seq], oracle=lambda q, k, v: LocalAttention()(q, k, v))
 
 
+def _cpu_accelerator_without_ipex():
+    """DeepSpeed trees from May 2023 to March 2024 (1f72082fc to c08e69f21)
+    refuse DS_ACCELERATOR=cpu unless `import intel_extension_for_pytorch`
+    succeeds, a check only, and their CPU accelerator's module imports
+    oneccl_bindings_for_pytorch unguarded for its side effect (registering
+    the "ccl" backend of torch.distributed): their CPU accelerator, engine,
+    ZeRO and MoE code use neither, and the process group here is gloo's
+    (_deepspeed_comm initialises it first, so deepspeed.initialize keeps
+    it). For such a tree only (its accelerator's source says so), where
+    they are not installed, a module that refuses every use of its
+    attributes (_refusing_module) is importable under each name (a "ccl"
+    group would still fail: nothing registers it); nothing of the trees is
+    edited. Their CPU accelerator then names "ccl" as its communication
+    backend, which would make deepspeed.comm build its oneCCL backend (a
+    JIT-compiled op): it is made to name "gloo", as the trees from March
+    2024 on do themselves when oneCCL is absent, so that deepspeed.comm
+    runs on torch.distributed (TorchBackend) as theirs do."""
+    import importlib.util
+    import re
+    root = importlib.util.find_spec("deepspeed").submodule_search_locations[0]
+
+    def source(name):
+        path = os.path.join(root, "accelerator", name)
+        return open(path).read() if os.path.exists(path) else ""
+
+    def absent(name):
+        return name not in sys.modules and importlib.util.find_spec(name) is None
+
+    ipex, oneccl = "intel_extension_for_pytorch", "oneccl_bindings_for_pytorch"
+    if "CPU_Accelerator requires intel_extension_for_pytorch" in source("real_accelerator.py") and absent(ipex):
+        sys.modules[ipex] = _refusing_module(ipex, "Intel Extension for PyTorch's")
+        print(f"note: {ipex} absent: a refusing stand-in (the tree's CPU check)", file=sys.stderr)
+    if re.search(r"^import oneccl_bindings_for_pytorch", source("cpu_accelerator.py"), re.M) and absent(oneccl):
+        sys.modules[oneccl] = _refusing_module(oneccl, "oneCCL's bindings'")
+        from deepspeed.accelerator import get_accelerator
+        accelerator = get_accelerator()
+        if accelerator.communication_backend_name() == "ccl":
+            accelerator._communication_backend_name = "gloo"
+        print(f"note: {oneccl} absent: a refusing stand-in, the CPU accelerator's backend gloo", file=sys.stderr)
+
+
 def _deepspeed_comm():
     import importlib
+    _cpu_accelerator_without_ipex()
     import deepspeed.comm as dist
     # (not `import deepspeed.comm.torch as ...`: deepspeed.comm's attribute
     # `torch` is PyTorch itself)
@@ -1102,6 +1165,127 @@ def build_ulysses_engine(world):
                 finalize=engine.allreduce_gradients)
 
 
+def _zero_gradients_as_grad(optimizer, dist):
+    """ZeRO 1/2 keep this rank's partition of each parameter group's flat
+    gradient (`averaged_gradients[i]`, the pieces of the parameters in its
+    partition, what step() applies): gathered over the group's
+    data-parallel ranks (`real_dp_process_group[i]`) and cut back into the
+    group's parameters (the flat buffer holds `bit16_groups[i]` in order,
+    padded at the end), set as `.grad` (as shardproof's recipes gather them)."""
+    import torch
+    for i, params in enumerate(optimizer.bit16_groups):
+        pieces = optimizer.averaged_gradients[i]
+        size = int(optimizer.partition_size[i])
+        flat = torch.cat([g.reshape(-1) for g in pieces]) if pieces else torch.zeros(0)
+        if flat.numel() < size:
+            flat = torch.cat([flat, torch.zeros(size - flat.numel(), dtype=flat.dtype)])
+        group = optimizer.real_dp_process_group[i]
+        parts = [torch.zeros(size, dtype=flat.dtype) for _ in range(dist.get_world_size(group=group))]
+        dist.all_gather(parts, flat, group=group)
+        whole, offset = torch.cat(parts), 0
+        for p in params:
+            p.grad = whole[offset:offset + p.numel()].view(p.shape).clone()
+            offset += p.numel()
+
+
+def _moe_engine(world, ep, stage, local=1, tokens=2):
+    """shardproof's moe_engine recipe (topk 1, local_experts `local`) at the
+    layout tp=1, ep=`ep` over `world` ranks (the others data parallel), ZeRO
+    `stage`; at world 1 the same experts (ep * local) all local. The tree's
+    deepspeed.moe.layer.MoE over Linear(2, 2) experts, top-1 gate with
+    use_rts=False, no noise, capacity_factor = eval_capacity_factor =
+    num_experts, min_capacity 0, drop_tokens=True (the capacity holds every
+    token: nothing is dropped, so the routing is the argmax of the same
+    gate weights over the same tokens in every run); the model returns the
+    MoE output only. DeepSpeedEngine (deepspeed.initialize, SGD over the
+    groups of split_params_into_different_moe_groups_for_optimizer where it
+    exists, fp32, ZeRO `stage` with the recipe's 64-element buckets),
+    train_micro_batch_size_per_gpu = tokens // world: one token of hidden 2
+    per rank at world 2, the whole batch (`tokens`) at world 1. Loss: the
+    mean over the rank's tokens of (out * out).sum(); backward is
+    engine.backward (the engine's own reduction: ZeRO 0's
+    allreduce_gradients, ZeRO 2's hooks and epilogue). The gradients read
+    are what the optimizer steps with: .grad at stage 0, the partitions
+    ZeRO keeps gathered at stages 1 and 2. Local expert i of
+    expert-parallel rank e is the world-1 run's expert e*local+i. Each
+    rank's loss is the mean over its slice of the batch: its input gradient
+    is world times the global mean's (input_grad_scale)."""
+    import inspect
+    import re
+    import torch
+    dist = _deepspeed_comm()  # (first: it lets the CPU accelerator load)
+    import deepspeed
+    from deepspeed.moe.layer import MoE
+    from deepspeed.moe import utils as moe_utils
+    rank = torch.distributed.get_rank()
+    experts, ep = ep * local, (ep if world > 1 else 1)
+    if world % ep or tokens % world:
+        raise RuntimeError(f"moe_engine: ep {ep}, {tokens} tokens over world {world}")
+    hidden = 2
+    wanted = {"num_experts": experts, "ep_size": ep, "k": 1,
+              "capacity_factor": float(experts), "eval_capacity_factor": float(experts),
+              "min_capacity": 0, "noisy_gate_policy": None, "drop_tokens": True,
+              "use_rts": False, "top2_2nd_expert_sampling": False}
+    taken = inspect.signature(MoE.__init__).parameters
+    moe = MoE(hidden, torch.nn.Linear(hidden, hidden), **{n: v for n, v in wanted.items() if n in taken})
+
+    class MoEModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.moe = moe
+
+        def forward(self, x):
+            return self.moe(x)[0]
+
+    model = MoEModel()
+    groups = [{"params": list(model.parameters()), "name": "parameters"}]
+    split = getattr(moe_utils, "split_params_into_different_moe_groups_for_optimizer", None)
+    config = {"train_micro_batch_size_per_gpu": tokens // world, "gradient_accumulation_steps": 1,
+              "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
+                                    "allgather_bucket_size": 64},
+              "zero_allow_untested_optimizer": True}
+    optimizer = torch.optim.SGD(split(groups) if split else groups, lr=0.1)
+    engine, _, _, _ = deepspeed.initialize(model=model, config=config, optimizer=optimizer)
+    if hasattr(engine, "monitor"):
+        engine.monitor.enabled = False  # logging only (mid-2024 trees count comet as enabled)
+    # DeepSpeed's expert-parallel groups are consecutive ranks: ep rank = rank % ep.
+    ep_rank = rank % ep
+    group = getattr(moe.deepspeed_moe, "ep_group", None)
+    if group is not None and dist.get_rank(group=group) != ep_rank:
+        raise RuntimeError(f"rank {rank}: expert-parallel rank {dist.get_rank(group=group)}, not {ep_rank}")
+    pattern = re.compile(r"(deepspeed_experts\.)(\d+)(\.|$)")
+
+    def rename(name):
+        return pattern.sub(lambda m: f"{m[1]}{ep_rank * local + int(m[2])}{m[3]}", name)
+
+    def loss(out):
+        return (out * out).sum() / out.shape[0]
+
+    def finalize():
+        if stage:
+            _zero_gradients_as_grad(engine.optimizer, dist)
+
+    batch = Shard(0, world, rank)
+    return dict(model=engine, inputs=[("x", (tokens, hidden), batch)],
+                params={n: WHOLE for n, _ in engine.named_parameters()}, outputs=[batch],
+                loss=loss, backward=engine.backward, finalize=finalize, rename=rename,
+                input_grad_scale=1.0 / world)
+
+
+def build_moe_engine_ep2_zero0(world):
+    """moe_engine at tp=1,ep=2 (world 2), ZeRO 0."""
+    return _moe_engine(world, ep=2, stage=0)
+
+
+def build_moe_engine_ep2_zero2(world):
+    """moe_engine at tp=1,ep=2,stage=2 (world 2)."""
+    return _moe_engine(world, ep=2, stage=2)
+
+
+def build_moe_engine_dp2_zero2(world):
+    """moe_engine at tp=1,dp=2,stage=2: world 2, ep 1 (one expert, replicated)."""
+    return _moe_engine(world, ep=1, stage=2)
+
 BUILDERS = {name[len("build_"):]: fn for name, fn in list(globals().items())
             if name.startswith("build_")}
 
@@ -1138,7 +1322,8 @@ def worker(builder, world, rank, port, out_path):
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     outs = [o for o in outs if o is not None]
     loss_fn = spec.get("loss") or (lambda o: (o * o).sum())
-    loss_fn(outs[0]).backward()
+    # spec["backward"]: the engine's own backward (DeepSpeed's engine.backward).
+    (spec.get("backward") or (lambda loss: loss.backward()))(loss_fn(outs[0]))
     if spec.get("finalize"):
         spec["finalize"]()
     # The parameters this rank holds (world-1 names): an expert is held by
