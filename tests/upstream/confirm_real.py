@@ -1166,26 +1166,23 @@ def build_ulysses_engine(world):
 
 
 def _zero_gradients_as_grad(optimizer, dist):
-    """ZeRO 1/2 keep this rank's partition of each parameter group's flat
-    gradient (`averaged_gradients[i]`, the pieces of the parameters in its
-    partition, what step() applies): gathered over the group's
-    data-parallel ranks (`real_dp_process_group[i]`) and cut back into the
-    group's parameters (the flat buffer holds `bit16_groups[i]` in order,
-    padded at the end), set as `.grad` (as shardproof's recipes gather them)."""
-    import torch
-    for i, params in enumerate(optimizer.bit16_groups):
-        pieces = optimizer.averaged_gradients[i]
-        size = int(optimizer.partition_size[i])
-        flat = torch.cat([g.reshape(-1) for g in pieces]) if pieces else torch.zeros(0)
-        if flat.numel() < size:
-            flat = torch.cat([flat, torch.zeros(size - flat.numel(), dtype=flat.dtype)])
-        group = optimizer.real_dp_process_group[i]
-        parts = [torch.zeros(size, dtype=flat.dtype) for _ in range(dist.get_world_size(group=group))]
-        dist.all_gather(parts, flat, group=group)
-        whole, offset = torch.cat(parts), 0
+    """ZeRO 1/2's gradient partitions gathered over each group's
+    data-parallel ranks and cut back into the parameters' `.grad`, by the
+    very function shardproof's recipe runs (`_gather_zero_gradients` in
+    integrations/deepspeed/recipes.py, here under real PyTorch), each then
+    copied out of the gathered buffer."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "frontend", "python", "runtime"))
+    spec = importlib.util.spec_from_file_location(
+        "shardproof_deepspeed_recipes",
+        os.path.join(here, "..", "..", "integrations", "deepspeed", "recipes.py"))
+    recipes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipes)
+    recipes._gather_zero_gradients(optimizer, dist)
+    for params in optimizer.bit16_groups:
         for p in params:
-            p.grad = whole[offset:offset + p.numel()].view(p.shape).clone()
-            offset += p.numel()
+            p.grad = p.grad.clone()
 
 
 def _moe_engine(world, ep, stage, local=1, tokens=2):
