@@ -562,6 +562,11 @@ def moe_engine():
             "parameter_names": _expert_names(local, layout.coordinate("ep") if world > 1 else 0)}
 
 
+def _experts_to_pick_from(layout, values):
+    """moe_engine rows whose gate has at least `topk` experts."""
+    return layout.ep * values["local_experts"] >= values["topk"]
+
+
 # ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
 # 2-way sequence parallelism, the layer also with 2-way data parallelism;
 # every option pairwise (shardproof_recipes.covering).
@@ -573,7 +578,7 @@ SCAN = [
     # MoE under the engine: every option with data parallelism alone (both
     # experts on every rank), and expert parallelism under ZeRO 0 and 2 (the
     # experts' own gradient scaling; each routing of the tokens a path).
-    *covering(moe_engine, ("tp=1,dp=2",)),
+    *covering(moe_engine, ("tp=1,dp=2",), _experts_to_pick_from),
     ("moe_engine", "tp=1,ep=2"),
     ("moe_engine", "tp=1,ep=2,stage=2"),
 ]

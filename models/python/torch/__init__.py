@@ -391,8 +391,10 @@ for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
               "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",
               "scatter_add", "index_add", "masked_select", "ceil", "floor", "trunc",
-              "round", "argmax", "argmin"):
+              "round", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
+              "logical_and", "logical_or", "logical_xor", "logical_not"):
     globals()[_name] = _unary(_name)
+less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
 
 
 @_out_form
