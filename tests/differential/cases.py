@@ -331,6 +331,20 @@ CASES.update({
     "mm_of_batches_raises": ([(2, 2, 2)], lambda x: torch.mm(x, x)),
     "div_floor_of_integers": ([(3,)], lambda x: x * torch.div(torch.tensor([-7, 7, 5]), 2,
                                                               rounding_mode="floor")),
+    # DeepSpeed's gate: a capacity from token counts, comparisons as functions.
+    "rounding_of_exact_numbers": ([(4,)], lambda x: x * (
+        torch.ceil(torch.tensor([0.5, -1.5, 2.0, 2.5]))
+        + torch.floor(torch.tensor([0.5, -1.5, 2.0, 2.5])) * 10
+        + torch.tensor([0.5, -1.5, 2.0, 2.7]).trunc() * 100
+        + torch.round(torch.tensor([0.4, -1.6, 2.0, 3.5])) * 1000)),
+    "comparison_functions": ([(4,)], lambda x: x * (
+        torch.lt(torch.tensor([1, 2, 3, 4]), 3).float()
+        + torch.ge(torch.tensor([1, 2, 3, 4]), torch.tensor([2, 2, 2, 2])).float() * 2
+        + torch.logical_and(torch.tensor([1, 0, 1, 0]) > 0, torch.eq(torch.arange(4), 2))
+        .float() * 4 + torch.ne(torch.arange(4), 1).float() * 8)),
+    "argmax_argmin_functions": ([(4,)], lambda x: x * (
+        torch.argmax(torch.tensor([[1.0, 3.0, 2.0], [5.0, 4.0, 0.0]]), dim=1).float().sum()
+        + torch.argmin(torch.tensor([3.0, 1.0, 2.0])).float())),
     "sub_alpha_subtract_divide": ([(3,), (3,)], lambda x, y: torch.sub(x, y, alpha=0.5)
                                   + torch.subtract(y, x) + torch.divide(x, y * y + 1)),
     "set_grad_enabled_statement": ([(3,)], _set_grad_enabled_statement),
