@@ -31,6 +31,7 @@ import math
 import os
 import re
 import sys
+import types
 
 import torch
 
@@ -344,6 +345,23 @@ def _engine_prerequisites():
         sys.modules.setdefault("torch.distributed.distributed_c10d", torch.distributed)
     if "is_sparse" not in vars(torch.Tensor):
         torch.Tensor.is_sparse = property(lambda self: False)
+    _utils_op_as_torch()
+
+
+def _utils_op_as_torch():
+    """Trees before mid-2023 JIT-compile DeepSpeed's `utils` C++ op for the
+    engine's buckets; its flatten and unflatten are PyTorch's own
+    (csrc/utils/flatten_unflatten.cpp wraps torch::utils'
+    flatten_dense_tensors and unflatten_dense_tensors), which the stand-in
+    models: the op is those two functions."""
+    try:
+        from deepspeed.ops.op_builder import UtilsBuilder
+    except ImportError:
+        return
+    from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+    op = types.SimpleNamespace(flatten=_flatten_dense_tensors,
+                               unflatten=_unflatten_dense_tensors)
+    UtilsBuilder.load = lambda self, verbose=True: op
 
 
 def _gather_zero_gradients(optimizer, dist):
