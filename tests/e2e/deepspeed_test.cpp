@@ -1,0 +1,45 @@
+// The DeepSpeed recipes against a real DeepSpeed tree, when the machine has
+// one: DEEPSPEED_ROOT=/path/to/DeepSpeed ctest -R DeepSpeed (and, for trees
+// that need pydantic 2, DEEPSPEED_PYTHON_PATH=<a folder that holds it>).
+// Skipped (and reported as skipped) otherwise: CI has no network to fetch it.
+#include "tests/e2e/run_cli.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+using shardproof::testing::run_cli;
+
+namespace {
+std::vector<std::string> deepspeed_check(const std::string &entry,
+                                         std::vector<std::string> layout) {
+  std::vector<std::string> args{"check",       std::getenv("DEEPSPEED_ROOT"),
+                                "--framework", "deepspeed",
+                                "--entry",     entry};
+  args.insert(args.end(), layout.begin(), layout.end());
+  if (const char *path = std::getenv("DEEPSPEED_PYTHON_PATH"))
+    args.insert(args.end(), {"--python-path", path});
+  return args;
+}
+} // namespace
+
+class DeepSpeedMoeEngine : public ::testing::TestWithParam<const char *> {};
+
+// Both experts on every rank: the engine's reduction of the gate's and the
+// experts' gradients at each ZeRO stage (stage 1 and 2 re-point every
+// weight at its view of the optimizer's flat buffer while it is built).
+TEST_P(DeepSpeedMoeEngine, ProvedWithDataParallelExperts) {
+  if (!std::getenv("DEEPSPEED_ROOT"))
+    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  auto r = run_cli(
+      deepspeed_check("moe_engine", {"--tp", "1", "--dp", "2", "--option", GetParam()}));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(": proved ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("proved: gradient: "
+                       "'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"),
+            std::string::npos)
+      << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedMoeEngine,
+                         ::testing::Values("stage=0", "stage=1", "stage=2"));
