@@ -166,6 +166,29 @@ TEST(RoutingPairs, RouterGradientNotReducedOverTheSequenceIsRefutedAtTheRouter) 
       << r.out;
 }
 
+TEST(RoutingPairs, ExpertRowsUnpermutedInTheWrongOrderAreRefutedWithSeveralLocalExperts) {
+  // At world 2 there is one expert-parallel rank and the wrong order is the
+  // right one (distributed = single device: the pair's bound stops the
+  // check); at world 4 (ep 2, two local experts each) the first path
+  // refutes the output. The finding's location is the gather of the
+  // experts' rows, and its wording (a partial sum) is not yet a
+  // permutation's: pinned are the verdict, the obligation and the line.
+  auto r = run_cli(
+      {"check", "tests/routing_pairs/moe_top2_unpermute_order/buggy.py", "--world", "4"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("refuted: forward: 'out' is sharded along dim 0 over the "
+                       "tensor-parallel group (evaluation at the path's witness)"),
+            npos)
+      << r.out;
+  EXPECT_NE(r.out.find("moe_top2_unpermute_order/buggy.py:76:12: error: "), npos)
+      << r.out;
+  auto two = run_cli(
+      {"check", "tests/routing_pairs/moe_top2_unpermute_order/buggy.py", "--world", "2"});
+  EXPECT_EQ(two.exit_code, 3) << two.out << two.err;
+  EXPECT_NE(two.out.find(" 0 refuted, 1 could not prove"), npos) << two.out;
+  EXPECT_EQ(two.out.find(": error: "), npos) << two.out;
+}
+
 TEST(RoutingPairs, AuxLossScaledByTheTensorParallelSizeIsRefuted) {
   // The finding's location is not yet the aux loss's line (docs/coverage.md):
   // pinned here are the rule, the parameter and that no parameter's creation
