@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
   std::string reduce_dtype;
   double trace_seconds = 120;
   std::optional<double> target_seconds;
+  int max_paths = 16;
   bool whole_program = false;
   std::vector<std::string> selected, ignored, python_path;
   check
@@ -104,6 +105,13 @@ int main(int argc, char **argv) {
                      "also bounds the exploration of value-dependent paths, 5 minutes "
                      "without it (default: none for check, 300 for scan)")
         ->check(CLI::PositiveNumber);
+    command
+        ->add_option("--max-paths", max_paths,
+                     "the most value-dependent paths (routings of the tokens, "
+                     "branches) explored per target; past it the verdict is 'could "
+                     "not prove', naming the bound")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     command
         ->add_option("--python-path", python_path,
                      "folders the analysed code imports its dependencies from "
@@ -244,6 +252,7 @@ int main(int argc, char **argv) {
   options.trace_time_limit =
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   options.world = world;
+  options.max_paths = max_paths;
   // A nightly scan must finish: one row's slow proofs may not hold up the rest.
   if (!target_seconds && *scan)
     target_seconds = 300;

@@ -165,8 +165,8 @@ namespace {
 // equal) is shown to take one of them. Each next witness is an input the
 // solver found outside the paths checked so far, or else a fresh seed.
 constexpr std::uint64_t kFirstPathSeed = 1;
-constexpr int kMaxPaths = 16;     // distinct paths checked
-constexpr int kMaxPathSeeds = 48; // witnesses tried to reach them
+// Witnesses tried per distinct path allowed (SessionOptions::max_paths).
+constexpr int kSeedsPerPath = 3;
 // Points sampled for an input outside the paths checked (cheap: the
 // compared values evaluated in doubles, nothing traced).
 constexpr unsigned kUncoveredSamples = 4096;
@@ -350,7 +350,8 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
   Verdict coverage;
   int tries = 0;
   terms::Witness next{kFirstPathSeed, {}};
-  while (tries < kMaxPathSeeds && proved.size() < static_cast<std::size_t>(kMaxPaths)) {
+  const auto bound = static_cast<std::size_t>(options.max_paths);
+  while (tries < kSeedsPerPath * options.max_paths && proved.size() < bound) {
     CheckedPath path = check_path(store, target, options, result.world, next, start);
     ++tries;
     next = {kFirstPathSeed + static_cast<std::uint64_t>(tries), {}};
@@ -379,7 +380,10 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     else if (coverage.counterexample)
       next.values = uncovered_point(store, *coverage.counterexample, next.seed);
   }
-  if (coverage.kind != Verdict::Kind::Proved && spent())
+  if (coverage.kind != Verdict::Kind::Proved && proved.size() >= bound)
+    coverage.why = fmt::format("the bound of {} paths (--max-paths) is reached{}", bound,
+                               coverage.why.empty() ? "" : "; " + coverage.why);
+  else if (coverage.kind != Verdict::Kind::Proved && spent())
     coverage.why = fmt::format(
         "the time to explore paths ran out ({:.0f} s){}",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),

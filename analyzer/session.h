@@ -22,6 +22,7 @@ struct SessionOptions {
   std::chrono::milliseconds trace_time_limit{120000}; // per simulated rank
   // The whole target's, tracing included; none when unset (a scan sets one).
   std::optional<std::chrono::milliseconds> target_time_limit;
+  int max_paths = 16; // value-dependent paths explored per target (--max-paths)
   std::vector<std::string> python_path; // the user's import folders
   checkers::CheckOptions checks;
   prover::ProverOptions prover;

@@ -218,5 +218,17 @@ TEST(RoutingPairs, TheCorrectLayerIsNotProvedPastThePathBound) {
             npos)
       << r.out;
   EXPECT_NE(r.out.find(" 0 refuted, 1 could not prove;"), npos) << r.out;
+  EXPECT_NE(r.out.find("the bound of 16 paths (--max-paths) is reached"), npos) << r.out;
+}
+
+TEST(RoutingPairs, TheCorrectLayerIsProvedOverEveryRoutingUnderAHigherBound) {
+  // tp 2 x ep 2 with sequence parallelism, no routing replay: all 36.
+  auto r = run_cli({"check", "tests/routing_pairs/moe_top2_router_grad/correct.py",
+                    "--world", "4", "--max-paths", "48"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: value-dependent decisions (topk): every input takes one "
+                       "of the 36 paths checked"),
+            npos)
+      << r.out;
 }
 } // namespace
