@@ -239,10 +239,11 @@ def _parameters_reconcile(reference, per_rank, ranks):
     return True
 
 
-def reconciles(reference, outputs, shards):
+def reconciles(reference, outputs, shards=None):
     """Every rank's output is the reference's, or its chunk along one dim:
-    chunked over the world, or over the entry's tensor-parallel group (a
-    rank's `shards` (index, count)) and replicated across the other axes."""
+    chunked over the world, or, given each rank's `shards` (index, count)
+    in the entry's tensor-parallel group, over that group and replicated
+    across the other axes."""
     world = len(outputs)
     if all(o.shape == reference.shape for o in outputs):
         return all(_close(o, reference) for o in outputs)
@@ -250,7 +251,7 @@ def reconciles(reference, outputs, shards):
         chunks = reference.chunk(world, dim=dim)
         if len(chunks) == world and all(_close(o, c) for o, c in zip(outputs, chunks)):
             return True
-        if all(len(reference.chunk(count, dim=dim)) == count and
+        if shards and all(len(reference.chunk(count, dim=dim)) == count and
                _close(o, reference.chunk(count, dim=dim)[index])
                for o, (index, count) in zip(outputs, shards)):
             return True

@@ -399,7 +399,8 @@ def _bf16_as_float64():
 def _first_difference(reference, ranks):
     """What does not reconcile (for the report), in check_pairs' terms."""
     for k, ref_out in enumerate(reference["out"]):
-        if not check_pairs.reconciles(ref_out, [r["out"][k] for r in ranks]):
+        if not check_pairs.reconciles(ref_out, [r["out"][k] for r in ranks],
+                                      [r["shard"] for r in ranks]):
             return f"output {k}"
     for name, ref_grad in reference["param_grads"].items():
         if not check_pairs.step_reconciles(
