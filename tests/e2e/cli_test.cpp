@@ -403,6 +403,20 @@ TEST(Parameters, AWeightRepointedAtItsViewOfAFlatBufferKeepsItsValues) {
   }
 }
 
+// A weight resized while built (here to its shard, at zeros) is symbolic at
+// its new shape: taking the zeros would hide the missing all-reduce.
+TEST(Parameters, AWeightResizedWhileBuiltIsSymbolicAtItsNewShape) {
+  auto r = run_cli(
+      {"check", "tests/e2e/frontend/flat_buffer_parameters.py::entry_resized_unreduced",
+       "--world", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("flat_buffer_parameters.py:80:16: error: the value computed here "
+                       "(matmul) is a partial sum over ranks and reaches output 'out' "
+                       "without a reduction [SP002]"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Parameters, AWeightLeftParkedOnAnotherShapeIsNotTheReferencesWeight) {
   auto r = run_cli(
       {"check", "tests/e2e/frontend/flat_buffer_parameters.py::entry_left_parked"});

@@ -542,31 +542,31 @@ class Tensor(metaclass=_TensorType):
     def _set_data(self, value):
         """`t.data = v`: t takes v's values, shape and dtype, keeping its
         identity (and, as a Parameter, its place in the model). While the
-        entry builds the model a Parameter keeps its own symbolic values (a
-        proof covers every value of the weights) and takes only the dtype."""
+        entry builds the model a Parameter stays symbolic (a proof covers
+        every value of the weights): see _storage_while_built."""
         if getattr(self, "_is_parameter", False) and _tracing.state.building:
-            if not self._repointed_while_built(value):
-                self._a, self._node = self._own_values
-                self.dtype = value.dtype
-                return
-        self._a = value._a
-        self._node = value._node
+            self._a, self._node = self._storage_while_built(value)
+        else:
+            self._a, self._node = value._a, value._node
         self.dtype = value.dtype
 
-    def _repointed_while_built(self, value):
-        """Whether a Parameter re-pointed while the model is built takes
-        `value` as its storage: where it holds the Parameter's own symbolic
-        values (ZeRO moves each weight to a CPU copy, parks `.data` on a
-        1-element tensor, then points it at its view of the flat buffer
-        built from the copies), or a placeholder of another shape on the way
-        there. Any other value is an initialisation, which the Parameter
-        does not take. Ending the build in another shape than its own is a
-        parameter the reference does not have (the linker says so)."""
-        own, _ = self.__dict__.setdefault("_own_values", (self._a, self._node))
-        if tuple(value.shape) != own.shape:
-            return True
-        return all(isinstance(a, _sp.Term) and isinstance(b, _sp.Term) and a.id == b.id
-                   for a, b in zip(np.ravel(value._a), own.ravel()))
+    def _storage_while_built(self, value):
+        """What a Parameter re-pointed while the model is built holds: the
+        value itself where it holds the Parameter's own symbolic values
+        (ZeRO moves each weight to a CPU copy, parks `.data` on a 1-element
+        tensor, then points it at its view of the flat buffer built from the
+        copies); new symbolic values for a value of another shape (a weight
+        resized or parked, whatever the data); its own values otherwise (an
+        initialisation, not taken)."""
+        own = self.__dict__.setdefault("_own_values", (self._a, self._node))
+        if tuple(value.shape) != own[0].shape:
+            resized = fresh(value.shape, value.dtype, "param", register=False,
+                            index=_tracing.next_param_index())
+            return resized._a, resized._node
+        if all(isinstance(a, _sp.Term) and isinstance(b, _sp.Term) and a.id == b.id
+               for a, b in zip(np.ravel(value._a), own[0].ravel())):
+            return value._a, value._node
+        return own
 
     def _get_data(self):
         """`t.data`: the same storage (a write through it changes t), outside
@@ -861,11 +861,11 @@ class Tensor(metaclass=_TensorType):
         """ceil/floor/round/trunc of exact numbers (a capacity computed from
         token counts); of symbolic values they are piecewise: not modelled.
         The gradient is zero, as PyTorch's."""
-        flat = [float(v) if isinstance(v, _sp.Term) else v for v in self._a.ravel()]
         if any(isinstance(v, _sp.Term) and not v.is_const for v in self._a.ravel()):
             _tracing.unmodelled(f"{op} of symbolic values")
         cast = float if self.dtype.is_floating_point else int
-        values = np.asarray([cast(rule(v)) for v in flat], dtype=object).reshape(self._a.shape)
+        values = np.asarray([cast(rule(float(v))) for v in self._a.ravel()],
+                            dtype=object).reshape(self._a.shape)
         return record(values, self.dtype, op, "elementwise", (self,),
                       lambda g: [np.zeros(self._a.shape, dtype=object)])
 
@@ -878,7 +878,8 @@ class Tensor(metaclass=_TensorType):
     def trunc(self):
         return self._rounded("trunc", math.trunc)
 
-    def round(self):
+    def round(self, decimals=0):
+        _tracing.only("round", "decimals", decimals, 0)
         return self._rounded("round", builtins.round)
 
     def __pow__(self, e):

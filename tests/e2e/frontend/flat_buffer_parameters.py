@@ -65,3 +65,23 @@ def entry_initialised():
 
 def entry_left_parked():
     return _entry(leave_parked=True)
+
+
+class RowParallelWithoutReduce(torch.nn.Module):
+    """Each rank's share of the input columns times its weight shard; the
+    partial sums are never all-reduced (the bug)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(2, 4))
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        return x.chunk(world, 1)[rank] @ self.weight.t()
+
+
+def entry_resized_unreduced():
+    model = RowParallelWithoutReduce()
+    model.weight.data = torch.zeros(2, 4 // dist.get_world_size())
+    model.weight.partition_dim = 1
+    return model, (torch.randn(3, 4),)
