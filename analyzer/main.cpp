@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   std::string reduce_dtype;
   double trace_seconds = 120;
   std::optional<double> target_seconds;
-  int max_paths = 16;
+  int max_paths = analyzer::SessionOptions{}.max_paths;
   bool whole_program = false;
   std::vector<std::string> selected, ignored, python_path;
   check

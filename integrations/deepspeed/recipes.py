@@ -402,6 +402,20 @@ def _engine_backward(engine, stage):
     return (engine.optimizer.backward if stage else None), engine.allreduce_gradients
 
 
+def _engine_step(engine, stage, dist):
+    """The entry's (backward, finalize_grads) for a model the engine trains:
+    the engine's backward, then its reduction where that runs apart, and
+    under ZeRO 1 and 2 the optimizer's gradient partitions gathered as
+    `.grad` (what is checked)."""
+    backward, reduce = _engine_backward(engine, stage)
+
+    def finalize_grads():
+        reduce()
+        if stage:
+            _gather_zero_gradients(engine.optimizer, dist)
+    return backward, finalize_grads
+
+
 @options(stage=(0, 1, 2))
 def ulysses_engine():
     """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
@@ -455,13 +469,7 @@ def ulysses_engine():
     def loss(out):
         return (out * out).sum() / out.shape[batch_dim]
 
-    backward, reduce = _engine_backward(engine, stage)
-
-    def finalize_grads():
-        reduce()
-        if stage:
-            _gather_zero_gradients(engine.optimizer, dist)
-
+    backward, finalize_grads = _engine_step(engine, stage, dist)
     return {"model": engine, "inputs": (local.detach().requires_grad_(),), "loss": loss,
             "backward": backward, "finalize_grads": finalize_grads,
             "tensor_parallel_group": mpu.sp_group, "data_parallel_group": mpu.dp_group}
@@ -487,7 +495,7 @@ class MoEModel(torch.nn.Module):
         return self.moe(x)[0]
 
 
-def _moe_layer(sharded_moe, experts, ep, k):
+def _moe_layer(experts, ep, k):
     """MoE over `experts` experts in `ep`-way expert parallelism, each a
     Linear(hidden, hidden), routed top-`k` by its gate. Nothing is dropped
     (the capacity holds every token, so a token's output does not depend on
@@ -504,8 +512,6 @@ def _moe_layer(sharded_moe, experts, ep, k):
     if k == 2 and "top2_2nd_expert_sampling" not in taken:
         raise ComponentAbsent("this tree's top-2 gate always samples its second expert "
                               "with Gumbel noise (no top2_2nd_expert_sampling)")
-    if k not in (1, 2) and "k" in taken and not hasattr(sharded_moe, "topkgating"):
-        raise ComponentAbsent(f"this tree's gate has top-1 and top-2 only, not top-{k}")
     arguments = {name: value for name, value in wanted.items() if name in taken}
     return MoE(hidden, torch.nn.Linear(hidden, hidden), **arguments), hidden
 
@@ -544,13 +550,11 @@ def moe_engine():
     deepspeed, dist = _deepspeed()
     try:
         import deepspeed.moe.layer  # noqa: F401
-        from deepspeed.moe import sharded_moe
     except ImportError as missing:
         raise ComponentAbsent(f"this DeepSpeed tree has no deepspeed.moe ({missing})") from None
     _engine_prerequisites()
     layout, world = parallel(), torch.distributed.get_world_size()
-    ep = layout.ep if world > 1 else 1
-    moe, hidden = _moe_layer(sharded_moe, asked().ep * local, ep, k)
+    moe, hidden = _moe_layer(asked().ep * local, layout.ep, k)
     model = MoEModel(moe)
     tokens = asked().world
     config = {"train_micro_batch_size_per_gpu": tokens // world,
@@ -568,16 +572,10 @@ def moe_engine():
     def loss(out):
         return (out * out).sum() / out.shape[0]
 
-    backward, reduce = _engine_backward(engine, stage)
-
-    def finalize_grads():
-        reduce()
-        if stage:
-            _gather_zero_gradients(engine.optimizer, dist)
-
+    backward, finalize_grads = _engine_step(engine, stage, dist)
     return {"model": engine, "inputs": (local_x.detach().requires_grad_(),), "loss": loss,
             "backward": backward, "finalize_grads": finalize_grads,
-            "parameter_names": _expert_names(local, layout.coordinate("ep") if world > 1 else 0)}
+            "parameter_names": _expert_names(local, layout.coordinate("ep"))}
 
 
 def _experts_to_pick_from(layout, values):

@@ -1609,7 +1609,7 @@ def _within_proof_budget(layout, values):
     return not (values.get("qk_layernorm") and values.get("kv_groups") == 1)
 
 
-# The bound on value-dependent paths (checkers/decision_paths.cpp): a layer
+# The bound on value-dependent paths (shardproof --max-paths, default 16): a layer
 # whose own router chooses is explored routing by routing.
 MAX_PATHS = 16
 

@@ -6,7 +6,8 @@ For every pair: the correct module at world size 1 is the reference (weights
 drawn at random, inputs from a fixed seed). Then
   - the buggy module at world 1 reconciles with it (the bug is distributed),
   - the correct module at world 2 reconciles with it,
-  - the buggy module at world 2 does not (or hangs).
+  - the buggy module at world 2 does not (or hangs)
+(world N instead of 2 where buggy.py says `# groundtruth: world N`).
 "Reconciles" means every rank's output equals the reference output, either
 whole or as that rank's chunk along one dimension, like shardproof's layouts,
 and after the entry's loss, backward and finalize_grads every parameter holds
@@ -269,7 +270,7 @@ def _pair_world(buggy):
     return 2
 
 
-def check_pair(pair_dir, workdir):
+def check_pair(pair_dir, workdir, world_n):
     correct = os.path.join(pair_dir, "correct.py")
     buggy = os.path.join(pair_dir, "buggy.py")
     ref_outputs, ref_files = run(correct, 1, workdir)
@@ -277,7 +278,6 @@ def check_pair(pair_dir, workdir):
         return ["the correct module does not run at world size 1"]
     reference, reference_file = ref_outputs[0], ref_files[0]
     problems = []
-    world_n = _pair_world(buggy)
     for path, world, expect in ((buggy, 1, True), (correct, world_n, True),
                                 (buggy, world_n, False)):
         outputs, _ = run(path, world, workdir, reference_file)
@@ -297,13 +297,13 @@ def main(argv):
     passed = failed = 0
     with tempfile.TemporaryDirectory() as workdir:
         for pair in pairs:
-            problems = check_pair(os.path.join(root, pair), workdir)
+            world = _pair_world(os.path.join(root, pair, "buggy.py"))
+            problems = check_pair(os.path.join(root, pair), workdir, world)
             if problems:
                 failed += 1
                 print(f"FAIL {pair}: " + "; ".join(problems))
             else:
                 passed += 1
-                world = _pair_world(os.path.join(root, pair, "buggy.py"))
                 print(f"ok   {pair}: correct reconciles at world {world}, buggy does not")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
