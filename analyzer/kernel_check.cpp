@@ -84,14 +84,16 @@ private:
 std::string reference_module(const cuda::KernelLaunch &launch) {
   std::vector<std::string> buffers, scalars, creations;
   for (const cuda::KernelArg &arg : launch.args) {
+    if (arg.is_rank || arg.is_pointer_table() || (arg.per_rank && arg.is_concrete()))
+      continue;              // a rank's own: its rank, its peers' addresses, its flags
     if (arg.is_concrete()) { // a profile's mask: a constant of the reference
       scalars.push_back(fmt::format("        {} = torch.tensor([{}]).reshape({})",
                                     arg.name, fmt::join(arg.concrete, ", "),
                                     fmt::join(arg.shape, ", ")));
     } else if (arg.is_buffer()) {
       buffers.push_back(arg.name);
-      creations.push_back(
-          fmt::format("    {} = torch.randn({})", arg.name, fmt::join(arg.shape, ", ")));
+      creations.push_back(fmt::format("    {} = torch.randn({})", arg.name,
+                                      fmt::join(launch.reference_shape(arg), ", ")));
     } else {
       scalars.push_back(fmt::format("        {} = {}", arg.name, arg.scalar));
     }
@@ -114,6 +116,20 @@ struct Reference {
   ir::Shape output_shape;
   std::optional<TraceFailure> failure;
 };
+
+// A per-rank output whose reference has one rank's shape: every rank's
+// output equals it (an all-reduce), so the reference is stacked N times.
+void replicate_over_ranks(const cuda::KernelLaunch &launch, Reference &reference) {
+  const cuda::KernelArg &out = *launch.arg(launch.output);
+  if (!out.per_rank ||
+      ir::element_count(reference.output_shape) != ir::element_count(out.shape))
+    return;
+  std::vector<TermId> one = std::move(reference.output);
+  reference.output.clear();
+  for (int rank = 0; rank < launch.ranks; ++rank)
+    reference.output.insert(reference.output.end(), one.begin(), one.end());
+  reference.output_shape = launch.reference_shape(out);
+}
 
 // Runs the reference expression on the stand-in torch (the Python frontend
 // at world 1) and names its input variables after the buffers.
@@ -142,7 +158,8 @@ Reference evaluate_reference(terms::TermStore &store, const cuda::KernelLaunch &
   for (const cuda::KernelArg &arg : launch.args) {
     if (!arg.is_buffer() || arg.is_concrete())
       continue;
-    if (k >= trace.leaves.size() || trace.leaves[k].shape != arg.shape)
+    ir::Shape shape = launch.reference_shape(arg);
+    if (k >= trace.leaves.size() || trace.leaves[k].shape != shape)
       return fail(TraceFailure::Kind::BadInput,
                   fmt::format("the reference expression did not keep buffer '{}' as "
                               "created",
@@ -150,7 +167,7 @@ Reference evaluate_reference(terms::TermStore &store, const cuda::KernelLaunch &
     const ir::Leaf &leaf = trace.leaves[k++];
     reference.inputs[arg.name] = leaf.elements;
     for (std::size_t i = 0; i < leaf.elements.size(); ++i)
-      reference.element_names[leaf.elements[i]] = arg.name + ir::index_str(arg.shape, i);
+      reference.element_names[leaf.elements[i]] = arg.name + ir::index_str(shape, i);
   }
   const ir::Output *out = nullptr;
   for (const ir::Output &o : trace.outputs)
@@ -162,6 +179,7 @@ Reference evaluate_reference(terms::TermStore &store, const cuda::KernelLaunch &
                             launch.reference));
   reference.output = out->elements;
   reference.output_shape = out->shape;
+  replicate_over_ranks(launch, reference);
   return reference;
 }
 
@@ -174,7 +192,8 @@ Finding mismatch_finding(const terms::TermStore &store, const cuda::KernelLaunch
   std::size_t i = cex.element;
   const std::vector<TermId> &kernel = lifted.buffers.at(launch.output);
   const cuda::KernelArg &out = *launch.arg(launch.output);
-  std::string element = launch.output + ir::index_str(out.shape, i);
+  ir::Shape shape = launch.reference_shape(out);
+  std::string element = launch.output + ir::index_str(shape, i);
   const auto &write = lifted.writes.at(launch.output)[i];
   Finding f = Finding::of(
       RuleCode::KernelMismatch, write ? write->loc : launch.loc,
@@ -189,7 +208,7 @@ Finding mismatch_finding(const terms::TermStore &store, const cuda::KernelLaunch
   };
   terms::DoubleEvaluator eval(store, values);
   checkers::Example example;
-  example.world = 1;
+  example.world = std::max(launch.ranks, 1);
   example.obligation = obligation;
   example.layout = "equal";
   for (const auto &[var, v] : cex.values)
@@ -202,13 +221,18 @@ Finding mismatch_finding(const terms::TermStore &store, const cuda::KernelLaunch
     }
   example.element = element;
   example.reference = eval(reference.output[i]).value_or(NAN);
-  checkers::Example::RankValue value{0, element, eval(kernel[i]).value_or(NAN),
+  int rank = out.per_rank ? static_cast<int>(i / ir::element_count(out.shape)) : 0;
+  checkers::Example::RankValue value{rank, element, eval(kernel[i]).value_or(NAN),
                                      std::nullopt};
   if (!terms::nearly_equal(value.value, example.reference))
     value.expected = example.reference;
   example.ranks.push_back(value);
   f.example = std::move(example);
-  if (write)
+  if (write && launch.ranks > 0)
+    f.details.push_back(fmt::format("Rank {} is the kernel's launch on rank {}: {} was "
+                                    "written by {}",
+                                    rank, rank, element, write->thread.str()));
+  else if (write)
     f.details.push_back(fmt::format("Rank 0 is the kernel's launch: {} was written by {}",
                                     element, write->thread.str()));
   f.notes.push_back({launch.reference_loc, "the reference is given here"});
@@ -226,6 +250,9 @@ Finding kernel_finding(const cuda::KernelFinding &found) {
     break;
   case cuda::KernelFinding::Kind::DivergentBarrier:
     rule = RuleCode::DivergentBarrier;
+    break;
+  case cuda::KernelFinding::Kind::CrossRankRace:
+    rule = RuleCode::CrossRankRace;
     break;
   case cuda::KernelFinding::Kind::OutOfBounds:
     break;
@@ -310,15 +337,17 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
   if (reference.failure)
     result = failed(target, reference.failure->kind,
                     {reference.failure->loc, reference.failure->message});
-  else if (ir::element_count(out.shape) != ir::element_count(reference.output_shape))
+  else if (ir::element_count(launch.reference_shape(out)) !=
+           ir::element_count(reference.output_shape))
     result = failed(target, TraceFailure::Kind::BadInput,
                     {launch.reference_loc,
                      fmt::format("the reference has shape {} but buffer '{}' is {}",
                                  ir::shape_str(reference.output_shape), out.name,
-                                 ir::shape_str(out.shape))});
+                                 ir::shape_str(launch.reference_shape(out)))});
   else
     result = lifted_result(store, target, launch, reference,
                            parsed.lift(store, launch, reference.inputs), options, start);
+  result.world = std::max(launch.ranks, 1); // a multi-rank launch: its ranks
   apply_rule_selection(result, options.rules);
   result.seconds = seconds_since(start);
   return result;

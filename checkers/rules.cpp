@@ -180,6 +180,23 @@ constexpr Rule kRules[] = {
      "thread that reaches it and one that does not. Typical causes: "
      "`__syncthreads()` inside `if (threadIdx.x < n)`, inside a loop whose "
      "trip count depends on the thread, after an early `continue`."},
+    {RuleCode::CrossRankRace, "SP018", "cross-rank-race", Severity::Error,
+     "Two ranks of a multi-rank launch access one element of global memory, one "
+     "of them writing, and no flag barrier orders them.",
+     "A custom all-reduce runs one launch per rank (`// shardproof: ranks N`); "
+     "the launches share global memory and read each other's buffers through "
+     "arrays of peer pointers. Only a flag orders two ranks: a volatile store "
+     "made after `__threadfence_system()` releases what its block did before "
+     "its last `__syncthreads()`, and a volatile load that sees it acquires "
+     "that for what the reading block does after its next `__syncthreads()`. "
+     "shardproof runs the ranks' blocks one at a time, each until it waits in "
+     "a spin loop for a flag not set yet, and reports a read and a write (or "
+     "two writes) of one element by different ranks that no chain of such "
+     "flags orders, with both accesses, their ranks, threads and the element. "
+     "Typical causes: no barrier between the reduce-scatter and the "
+     "all-gather stages, a flag reused for a second barrier without being "
+     "reset (the second wait sees the first barrier's flag), a flag set "
+     "without a fence before it."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -187,7 +204,7 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::DivergentBarrier) + 1;
+  return std::size(kRules) == static_cast<std::size_t>(RuleCode::CrossRankRace) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
@@ -196,9 +213,10 @@ std::span<const RuleCode> session_rules() {
   // The kernel rules come from the analyzer's kernel check
   // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
   static constexpr RuleCode kSessionRules[] = {
-      RuleCode::InferredLayout,  RuleCode::KernelMismatch,    RuleCode::MemoryRace,
-      RuleCode::OutOfBounds,     RuleCode::KernelNotLaunched, RuleCode::UninitialisedRead,
-      RuleCode::DivergentBarrier};
+      RuleCode::InferredLayout,    RuleCode::KernelMismatch,
+      RuleCode::MemoryRace,        RuleCode::OutOfBounds,
+      RuleCode::KernelNotLaunched, RuleCode::UninitialisedRead,
+      RuleCode::DivergentBarrier,  RuleCode::CrossRankRace};
   return kSessionRules;
 }
 

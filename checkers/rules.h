@@ -33,6 +33,7 @@ enum class RuleCode {
   KernelNotLaunched,  // SP015
   UninitialisedRead,  // SP016
   DivergentBarrier,   // SP017
+  CrossRankRace,      // SP018
 };
 
 struct Rule {

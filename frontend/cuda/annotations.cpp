@@ -16,6 +16,14 @@ const KernelArg *KernelLaunch::arg(const std::string &name) const {
   return nullptr;
 }
 
+ir::Shape KernelLaunch::reference_shape(const KernelArg &a) const {
+  if (!a.per_rank)
+    return a.shape;
+  ir::Shape stacked{ranks};
+  stacked.insert(stacked.end(), a.shape.begin(), a.shape.end());
+  return stacked;
+}
+
 namespace {
 
 struct Malformed {
@@ -64,10 +72,30 @@ void read_launch(const std::string &rest, KernelLaunch &launch) {
     launch.shared_bytes = positive_int(m[5].str(), "shared");
 }
 
+// The words after a buffer's shape: `per-rank` (one buffer per rank) and
+// `zeros` (integers, all 0).
+void read_buffer_words(const std::string &words, KernelArg &arg) {
+  static const std::regex word(R"(\S+)");
+  for (std::sregex_iterator it(words.begin(), words.end(), word), end; it != end; ++it) {
+    std::string w = it->str();
+    if (w == "per-rank")
+      arg.per_rank = true;
+    else if (w == "zeros" && (*arg.buffer_type == ir::DType::Int32 ||
+                              *arg.buffer_type == ir::DType::Int64))
+      arg.concrete.assign(ir::element_count(arg.shape), 0);
+    else
+      throw Malformed{w == "zeros" ? "'zeros' is for int32 or int64 buffers (flags)"
+                                   : fmt::format("unknown word '{}' after buffer '{}' "
+                                                 "(per-rank or zeros)",
+                                                 w, arg.name)};
+  }
+}
+
 KernelArg read_arg(const std::string &rest) {
   static const std::regex form(R"(([A-Za-z_]\w*)\s*=\s*(.+?)\s*)");
-  static const std::regex buffer(R"((\w+)\[([^\]]*)\])");
+  static const std::regex buffer(R"((\w+)\[([^\]]*)\]((?:\s+[\w-]+)*))");
   static const std::regex scalar(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[fF]?)");
+  static const std::regex table(R"(ptrs\(\s*([A-Za-z_]\w*)\s*\))");
   std::smatch m;
   if (!std::regex_match(rest, m, form))
     throw Malformed{"expected 'arg NAME = DTYPE[D0,...]' or 'arg NAME = VALUE'"};
@@ -75,6 +103,14 @@ KernelArg read_arg(const std::string &rest) {
   arg.name = m[1].str();
   std::string value = m[2].str();
   std::smatch b;
+  if (value == "rank") {
+    arg.is_rank = true;
+    return arg;
+  }
+  if (std::regex_match(value, b, table)) {
+    arg.pointers_to = b[1].str();
+    return arg;
+  }
   if (std::regex_match(value, b, buffer)) {
     static const std::set<std::string> dtypes{"float32", "float16", "bfloat16", "int32",
                                               "int64"};
@@ -91,10 +127,13 @@ KernelArg read_arg(const std::string &rest) {
     static const std::regex dim(R"(\d+)");
     for (std::sregex_iterator it(dims.begin(), dims.end(), dim), end; it != end; ++it)
       arg.shape.push_back(positive_int(it->str(), "dimension"));
+    read_buffer_words(b[3].str(), arg);
     return arg;
   }
   if (!std::regex_match(value, scalar))
-    throw Malformed{fmt::format("'{}' is neither DTYPE[D0,...] nor a number", value)};
+    throw Malformed{fmt::format("'{}' is neither DTYPE[D0,...], a number, rank nor "
+                                "ptrs(BUFFER)",
+                                value)};
   arg.scalar = value;
   if (arg.scalar.back() == 'f' || arg.scalar.back() == 'F')
     arg.scalar.pop_back();
@@ -112,8 +151,33 @@ void read_reference(const std::string &rest, KernelLaunch &launch) {
   launch.reference = m[2].str();
 }
 
+// The multi-rank args of a launch need `ranks N`; ptrs(BUF) names a
+// per-rank buffer.
+void check_ranks(const KernelLaunch &launch) {
+  for (const KernelArg &a : launch.args) {
+    if ((a.per_rank || a.is_rank || a.is_pointer_table()) && launch.ranks == 0)
+      throw Malformed{fmt::format("arg '{}' is per rank, but kernel '{}' has no "
+                                  "'ranks N' annotation",
+                                  a.name, launch.kernel)};
+    const KernelArg *target = a.is_pointer_table() ? launch.arg(a.pointers_to) : nullptr;
+    if (a.is_pointer_table() && (!target || !target->per_rank))
+      throw Malformed{fmt::format("ptrs({}) of arg '{}' does not name a per-rank buffer "
+                                  "arg",
+                                  a.pointers_to, a.name)};
+  }
+}
+
+void read_ranks(const std::string &rest, KernelLaunch &launch) {
+  if (launch.ranks != 0)
+    throw Malformed{fmt::format("a second 'ranks' for kernel '{}'", launch.kernel)};
+  launch.ranks = positive_int(rest, "ranks");
+  if (launch.ranks < 2 || launch.ranks > 8)
+    throw Malformed{fmt::format("ranks {} is not between 2 and 8", launch.ranks)};
+}
+
 // Whether a finished launch is complete: names its output among its buffers.
 void check_complete(const KernelLaunch &launch) {
+  check_ranks(launch);
   if (launch.reference.empty())
     throw Malformed{fmt::format("kernel '{}' has no 'reference OUT = ...' annotation",
                                 launch.kernel)};
@@ -149,12 +213,16 @@ Annotations read_annotations(const std::string &file,
         result.launches.push_back(std::move(launch));
         continue;
       }
-      if (kind != "arg" && kind != "reference")
-        throw Malformed{
-            fmt::format("unknown annotation '{}' (launch, arg or reference)", kind)};
+      if (kind != "arg" && kind != "reference" && kind != "ranks")
+        throw Malformed{fmt::format(
+            "unknown annotation '{}' (launch, ranks, arg or reference)", kind)};
       if (result.launches.empty())
         throw Malformed{fmt::format("'{}' before any 'launch' annotation", kind)};
       KernelLaunch &launch = result.launches.back();
+      if (kind == "ranks") {
+        read_ranks(rest, launch);
+        continue;
+      }
       if (kind == "reference") {
         read_reference(rest, launch);
         launch.reference_loc = at;

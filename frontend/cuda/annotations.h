@@ -7,6 +7,20 @@
 //   // shardproof: arg NAME = float32[D0,D1,...]   (a device buffer, symbolic contents)
 //   // shardproof: arg NAME = VALUE                 (a scalar argument)
 //   // shardproof: reference OUT = PYTORCH EXPRESSION over the arg names
+//
+// A multi-rank launch (a custom all-reduce: one launch per rank, each
+// reading its peers' buffers through an array of pointers):
+//
+//   // shardproof: ranks N                   (the launch runs once per rank, 2-8)
+//   // shardproof: arg NAME = rank            (a scalar: each launch's own rank)
+//   // shardproof: arg NAME = float32[D0,...] per-rank
+//        (one buffer per rank; the reference sees them stacked, [N,D0,...])
+//   // shardproof: arg NAME = int32[D0,...] [per-rank] zeros   (flags, all 0)
+//   // shardproof: arg NAME = ptrs(BUF)       (a device array of the ranks' BUF
+//                                            buffers, rank order: T** or T* const*)
+//   // shardproof: reference OUT = EXPR
+//        (OUT per-rank: EXPR of OUT's shape is every rank's OUT; of [N,D0,...],
+//        row r is rank r's)
 #pragma once
 
 #include "models/ir/trace.h"
@@ -38,7 +52,13 @@ struct KernelArg {
   std::vector<std::int64_t> concrete;
   // A scalar: the value as written (an integer or a floating-point literal).
   std::string scalar;
+  // In a multi-rank launch: one buffer per rank; the scalar `rank`; an array
+  // of the ranks' `pointers_to` buffers (ptrs(BUF)).
+  bool per_rank = false;
+  bool is_rank = false;
+  std::string pointers_to;
   bool is_buffer() const { return buffer_type.has_value(); }
+  bool is_pointer_table() const { return !pointers_to.empty(); }
   bool is_concrete() const { return !concrete.empty(); }
 };
 
@@ -48,6 +68,7 @@ struct KernelLaunch {
   std::string template_args; // "float, 32" for KERNEL<float, 32>; empty if none
   std::array<int, 3> grid{1, 1, 1}, block{1, 1, 1};
   int shared_bytes = 0; // dynamic shared memory
+  int ranks = 0;        // `ranks N`: run once per rank; 0 for one launch
   std::vector<KernelArg> args;
   std::string output;    // the buffer the reference describes
   std::string reference; // the PyTorch expression
@@ -58,6 +79,8 @@ struct KernelLaunch {
     return template_args.empty() ? kernel : kernel + "<" + template_args + ">";
   }
   const KernelArg *arg(const std::string &name) const;
+  // The shape the reference sees: a per-rank buffer's stacked over the ranks.
+  ir::Shape reference_shape(const KernelArg &arg) const;
 };
 
 struct Annotations {

@@ -29,13 +29,20 @@ struct ParseOptions {
 // One thread of the reduced launch.
 struct ThreadId {
   std::array<int, 3> block{}, thread{};
-  std::string str() const; // "thread (3,0,0) of block (1,0,0)"
+  int rank = -1;           // in a multi-rank launch
+  std::string str() const; // "thread (3,0,0) of block (1,0,0)[ of rank 1]"
 };
 
 // A bug of the kernel on the reduced launch, with the access that shows it
 // and, for a race, the earlier conflicting access.
 struct KernelFinding {
-  enum class Kind { SharedMemoryRace, OutOfBounds, UninitialisedRead, DivergentBarrier };
+  enum class Kind {
+    SharedMemoryRace,
+    OutOfBounds,
+    UninitialisedRead,
+    DivergentBarrier,
+    CrossRankRace // two ranks' accesses of global memory no flag orders
+  };
   Kind kind = Kind::OutOfBounds;
   ir::SourceLoc loc;
   std::string message;

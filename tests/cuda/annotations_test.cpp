@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{{"// shardproof: launch k grid=(1) block=(1)",
                    "// shardproof: arg n = sixty"},
                   2,
-                  "'sixty' is neither DTYPE[D0,...] nor a number"},
+                  "'sixty' is neither DTYPE[D0,...], a number, rank nor ptrs(BUFFER)"},
         Malformed{{"// shardproof: arg x = float32[4]"},
                   1,
                   "'arg' before any 'launch' annotation"},
@@ -112,4 +112,47 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{{"// shardproof: launch k grid=(1) block=(1)",
                    "// shardproof: lunch k grid=(1) block=(1)"},
                   2,
-                  "unknown annotation 'lunch' (launch, arg or reference)"}));
+                  "unknown annotation 'lunch' (launch, ranks, arg or reference)"},
+        Malformed{
+            {"// shardproof: launch k grid=(1) block=(1)", "// shardproof: ranks 9"},
+            2,
+            "ranks 9 is not between 2 and 8"},
+        Malformed{{"// shardproof: launch k grid=(1) block=(1)",
+                   "// shardproof: arg x = float32[4] per-rank",
+                   "// shardproof: reference x = x"},
+                  1,
+                  "arg 'x' is per rank, but kernel 'k' has no 'ranks N' annotation"},
+        Malformed{{"// shardproof: launch k grid=(1) block=(1)", "// shardproof: ranks 2",
+                   "// shardproof: arg x = float32[4]", "// shardproof: arg p = ptrs(x)",
+                   "// shardproof: reference x = x"},
+                  1,
+                  "ptrs(x) of arg 'p' does not name a per-rank buffer arg"},
+        Malformed{{"// shardproof: launch k grid=(1) block=(1)",
+                   "// shardproof: arg x = float32[4] zeros"},
+                  2,
+                  "'zeros' is for int32 or int64 buffers (flags)"},
+        Malformed{{"// shardproof: launch k grid=(1) block=(1)",
+                   "// shardproof: arg x = float32[4] per-ranks"},
+                  2,
+                  "unknown word 'per-ranks' after buffer 'x' (per-rank or zeros)"}));
+
+TEST(CudaAnnotations, ReadsAMultiRankLaunch) {
+  auto a = read(
+      {"// shardproof: launch all_reduce<2> grid=(1) block=(4)", "// shardproof: ranks 2",
+       "// shardproof: arg data = float32[6] per-rank",
+       "// shardproof: arg peers = ptrs(data)",
+       "// shardproof: arg flags = int32[2,2] per-rank zeros",
+       "// shardproof: arg rank = rank", "// shardproof: arg out = float32[6] per-rank",
+       "// shardproof: reference out = data.sum(0)"});
+  ASSERT_FALSE(a.error) << a.error->message;
+  const auto &l = a.launches.at(0);
+  EXPECT_EQ(l.ranks, 2);
+  EXPECT_TRUE(l.arg("data")->per_rank);
+  EXPECT_EQ(l.reference_shape(*l.arg("data")), (ir::Shape{2, 6}));
+  EXPECT_EQ(l.arg("peers")->pointers_to, "data");
+  EXPECT_FALSE(l.arg("peers")->is_buffer());
+  EXPECT_EQ(l.arg("flags")->concrete, std::vector<std::int64_t>(4, 0));
+  EXPECT_TRUE(l.arg("flags")->per_rank);
+  EXPECT_TRUE(l.arg("rank")->is_rank);
+  EXPECT_EQ(l.reference_shape(*l.arg("flags")), (ir::Shape{2, 2, 2}));
+}

@@ -1,0 +1,45 @@
+// all_reduce_two_shot.cu with slices of size / NRANKS elements each: when
+// the size is not a multiple of the ranks, the last size % NRANKS elements
+// are never reduced nor gathered (18 elements over 4 ranks: 16 and 17).
+#include "all_reduce_barrier.cuh"
+
+// shardproof: launch two_shot_all_reduce<4> grid=(2) block=(4)
+// shardproof: ranks 4
+// shardproof: arg data = float32[18] per-rank
+// shardproof: arg partial = float32[18] per-rank
+// shardproof: arg flags = int32[2,2,4] per-rank zeros
+// shardproof: arg inputs = ptrs(data)
+// shardproof: arg scratch = ptrs(partial)
+// shardproof: arg signals = ptrs(flags)
+// shardproof: arg out = float32[18] per-rank
+// shardproof: arg rank = rank
+// shardproof: arg size = 18
+// shardproof: reference out = data.sum(0)
+
+template <int NRANKS>
+__global__ void two_shot_all_reduce(const float *const *inputs, float *const *scratch,
+                                    unsigned *const *signals, float *out, int rank,
+                                    int size) {
+  int part = size / NRANKS;
+  int first = blockIdx.x * blockDim.x + threadIdx.x;
+  int stride = gridDim.x * blockDim.x;
+  barrier_across_ranks<NRANKS>(signals, rank, 0);
+  // Stage 1: this rank's slice, summed over the ranks' inputs.
+  int begin = rank * part;
+  int end = begin + part;
+  for (int i = begin + first; i < end; i += stride) {
+    float sum = 0.f;
+    for (int p = 0; p < NRANKS; ++p)
+      sum += inputs[p][i];
+    scratch[rank][i] = sum;
+  }
+  barrier_across_ranks<NRANKS>(signals, rank, 1);
+  // Stage 2: each rank's reduced slice, own first, as vLLM orders them.
+  for (int k = 0; k < NRANKS; ++k) {
+    int peer = (rank + k) % NRANKS;
+    int peer_begin = peer * part;
+    int peer_end = peer_begin + part;
+    for (int i = peer_begin + first; i < peer_end; i += stride)
+      out[i] = scratch[peer][i];
+  }
+}
