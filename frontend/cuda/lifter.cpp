@@ -6,6 +6,7 @@
 // reals. Memory accesses are bounds-checked and checked for conflicts within
 // a phase (a race). Anything not modelled stops the lift with its line.
 #include "frontend/cuda/cuda_file.h"
+#include "frontend/cuda/groups.h"
 #include "frontend/cuda/memory.h"
 #include "frontend/cuda/warp.h"
 
@@ -233,7 +234,7 @@ private:
     shared_.clear();
     int n = launch_.block[0] * launch_.block[1] * launch_.block[2];
     threads_.assign(n, Thread{});
-    warp_phase_.assign((n + kWarpSize - 1) / kWarpSize, 0);
+    syncs_.reset(n);
     for (Thread &t : threads_) {
       t.frames.emplace_back();
       for (const auto &[param, value] : params)
@@ -365,6 +366,10 @@ private:
           threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
       if (var->hasInit())
         initialise_array(var, s, on);
+      return;
+    }
+    if (is_group_type(type)) { // cg::thread_block b = cg::this_thread_block();
+      declare_group(var, s, on);
       return;
     }
     if (const auto *record = type->getAsCXXRecordDecl();
@@ -539,6 +544,8 @@ private:
   Values eval(const clang::Expr *e, const Mask &on) {
     step(e);
     e = e->IgnoreParens();
+    if (is_group_type(e->getType()))
+      return eval_group(e, on);
     Values out(on.size());
     if (const auto *lit = llvm::dyn_cast<clang::IntegerLiteral>(e))
       return fill(on, Value::integer(
@@ -738,7 +745,7 @@ private:
   Value convert(Value v, clang::QualType from, clang::QualType to,
                 const clang::Stmt *at) {
     to = to.getCanonicalType();
-    if (v.kind == Value::Kind::Undef)
+    if (v.kind == Value::Kind::Undef || (v.kind == Value::Kind::Group && is_group_type(to)))
       return v;
     if (to->isBooleanType() && v.kind == Value::Kind::Float) {
       if (!store_.is_const(v.term))
@@ -1008,6 +1015,8 @@ private:
   }
 
   Values load(const clang::Expr *e, const Mask &on) {
+    if (auto index = group_dim3_member(e, on)) // block.group_index().x
+      return *index;
     if (const auto *choice =
             llvm::dyn_cast<clang::ConditionalOperator>(e->IgnoreParens()))
       return eval_conditional(choice, on); // its arms' values, chosen
@@ -1144,9 +1153,8 @@ private:
   // A race of this access with an earlier one is a finding.
   void check_conflict(Buffer &buffer, std::int64_t i, int t, bool write, bool atomic,
                       const clang::Expr *e) {
-    Access now{
-        block_serial_, t,      phase_,      t / kWarpSize, warp_phase_[t / kWarpSize],
-        atomic,        loc(e), thread_id(t)};
+    auto [unit, unit_phase] = syncs_.unit(t);
+    Access now{block_serial_, t, phase_, unit, unit_phase, atomic, loc(e), thread_id(t)};
     if (auto race = record_access(buffer, i, now, write))
       report_race(buffer, i, now, write, race->other, race->other_write);
   }
@@ -1539,6 +1547,8 @@ private:
 
   Values eval_call(const clang::CallExpr *call, const Mask &on) {
     const clang::FunctionDecl *callee = call->getDirectCallee();
+    if (callee && in_cooperative_groups(callee)) // before the toolkit's bodies
+      return group_call_value(call, *callee, on);
     if (const auto *functor = stateless_functor(call))
       return inline_call(call, *functor, on,
                          llvm::isa<clang::CXXOperatorCallExpr>(call) ? 1 : 0);
@@ -1551,7 +1561,7 @@ private:
       return Values(on.size());
     }
     if (name == "__syncwarp") {
-      warp_barrier(call, on);
+      lane_barrier(call, on, kWarpSize, "__syncwarp()");
       return Values(on.size());
     }
     if (name == "__threadfence" || name == "__threadfence_block")
@@ -1761,6 +1771,10 @@ private:
     for (unsigned i = first_arg; i < call->getNumArgs(); ++i) {
       const clang::ParmVarDecl *param = fn.getParamDecl(i - first_arg);
       clang::QualType type = param->getType();
+      if (is_group_type(type)) { // a group, by value or by reference: its value
+        args.push_back(eval_group(call->getArg(i), on));
+        continue;
+      }
       if (type->isReferenceType() && !(type.getNonReferenceType().isConstQualified() &&
                                        type.getNonReferenceType()->isScalarType())) {
         const clang::Expr *arg = call->getArg(i)->IgnoreImplicit();
@@ -1802,21 +1816,23 @@ private:
     return out;
   }
 
-  void barrier(const clang::CallExpr *call, const Mask &on) {
+  // __syncthreads(), or a block's sync() (`what` names it).
+  void barrier(const clang::CallExpr *call, const Mask &on,
+               std::string_view what = "__syncthreads()") {
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t] && !threads_[t].guards.empty())
-        not_modelled(call, fmt::format("__syncthreads() under a data-dependent condition "
-                                       "(by {})",
+        not_modelled(call, fmt::format("{} under a data-dependent condition (by {})", what,
                                        thread_id(static_cast<int>(t)).str()));
+
     auto first = std::find(on.begin(), on.end(), 1) - on.begin();
     for (std::size_t t = 0; t < on.size(); ++t) {
       bool exited = threads_[t].flow == Flow::Returned && threads_[t].frames.size() == 1;
       if (!exited && !on[t]) { // a barrier in divergent code: undefined behaviour
         findings_.push_back(
             {KernelFinding::Kind::DivergentBarrier, loc(call),
-             fmt::format("__syncthreads() is reached by {} but not by {}, which has not "
+             fmt::format("{} is reached by {} but not by {}, which has not "
                          "exited: a barrier in divergent code",
-                         thread_id(static_cast<int>(first)).str(),
+                         what, thread_id(static_cast<int>(first)).str(),
                          thread_id(static_cast<int>(t)).str())});
         throw FindingRecorded{};
       }
@@ -1824,35 +1840,29 @@ private:
     ++phase_;
   }
 
-  // __syncwarp(): orders the accesses of the calling warps' lanes. Reached
-  // by only some lanes of a warp it is not modelled (the mask is not read).
-  void warp_barrier(const clang::CallExpr *call, const Mask &on) {
-    for (std::size_t t = 0; t < on.size(); ++t) {
-      if (!on[t])
+  // __syncwarp() (width 32), or a tile's sync(): orders the accesses of the
+  // lanes of each tile of `width` the calling threads are in. Reached by
+  // only some lanes of a tile it is not modelled (the mask is not read).
+  void lane_barrier(const clang::CallExpr *call, const Mask &on, int width,
+                    std::string_view what) {
+    int n = static_cast<int>(on.size());
+    for (int first = 0; first < n; first += width) {
+      int last = std::min(n, first + width);
+      if (std::find(on.begin() + first, on.begin() + last, 1) == on.begin() + last)
         continue;
-      std::size_t first = t - t % kWarpSize;
-      for (std::size_t lane = first; lane < std::min(on.size(), first + kWarpSize);
-           ++lane) {
+      for (int lane = first; lane < last; ++lane) {
         bool exited =
             threads_[lane].flow == Flow::Returned && threads_[lane].frames.size() == 1;
         if (!exited && (!on[lane] || !threads_[lane].guards.empty()))
-          not_modelled(call,
-                       fmt::format("__syncwarp() reached by some lanes of a warp but "
-                                   "not by {}",
-                                   thread_id(static_cast<int>(lane)).str()));
+          not_modelled(call, fmt::format("{} reached by some lanes of a {} but not by {}",
+                                         what,
+                                         width == kWarpSize
+                                             ? std::string("warp")
+                                             : fmt::format("tile of {}", width),
+                                         thread_id(lane).str()));
       }
+      syncs_.sync(first, width);
     }
-    for (std::size_t warp = 0; warp * kWarpSize < on.size(); ++warp)
-      if (any_lane(on, warp))
-        ++warp_phase_[warp];
-  }
-
-  static bool any_lane(const Mask &on, std::size_t warp) {
-    for (std::size_t t = warp * kWarpSize;
-         t < std::min(on.size(), (warp + 1) * kWarpSize); ++t)
-      if (on[t])
-        return true;
-    return false;
   }
 
   // __shfl_sync, __shfl_xor_sync, __shfl_down_sync, __shfl_up_sync: the
@@ -1866,6 +1876,17 @@ private:
     Values lane_arg = eval(call->getArg(2), on);
     Values width = call->getNumArgs() > 3 ? eval(call->getArg(3), on)
                                           : fill(on, Value::integer(kWarpSize));
+    return shuffled(call, name, kind, {member_mask, var, lane_arg, width}, on);
+  }
+
+  struct ShuffleArgs {
+    Values member_mask, var, lane_arg, width;
+  };
+
+  // A shuffle's values, its arguments evaluated.
+  Values shuffled(const clang::CallExpr *call, const std::string &name, Shuffle kind,
+                  const ShuffleArgs &args, const Mask &on) {
+    const auto &[member_mask, var, lane_arg, width] = args;
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (!on[t])
@@ -1918,6 +1939,371 @@ private:
     return out;
   }
 
+  // --- cooperative groups (groups.h) -------------------------------------
+  // Their calls are intercepted by name before the toolkit's bodies (inline
+  // templates of builtins and assembly) or the stand-in header's.
+
+  // A declaration of namespace cooperative_groups (the toolkit's inline
+  // namespace and its details included).
+  static bool in_cooperative_groups(const clang::Decl *d) {
+    for (const clang::DeclContext *c = d->getDeclContext(); c; c = c->getParent())
+      if (const auto *ns = llvm::dyn_cast<clang::NamespaceDecl>(c);
+          ns && ns->getName() == "cooperative_groups")
+        return true;
+    return false;
+  }
+
+  // A group's class (thread_block, thread_block_tile<N>, thread_group,
+  // grid_group, their bases), by value or by reference; not a functor.
+  static bool is_group_type(clang::QualType type) {
+    const auto *record =
+        type.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl();
+    if (!record || !in_cooperative_groups(record))
+      return false;
+    llvm::StringRef name = record->getName();
+    return name.ends_with("group") || name.starts_with("thread_group") ||
+           name == "thread_block" || (name.contains("tile") && !name.contains("memory"));
+  }
+
+  [[noreturn]] void unmodelled_group(const clang::Expr *e) const {
+    not_modelled(e, fmt::format("the cooperative-groups call '{}' (modelled: "
+                                "this_thread_block, tiled_partition of 1 to 32 threads, "
+                                "this_grid of a one-block launch, their members)",
+                                text_of(e)));
+  }
+
+  // A group-valued expression: a register, a call making one, a copy.
+  Values eval_group(const clang::Expr *e, const Mask &on) {
+    e = e->IgnoreParens();
+    Values out;
+    if (const auto *full = llvm::dyn_cast<clang::FullExpr>(e))
+      out = eval_group(full->getSubExpr(), on);
+    else if (const auto *temporary = llvm::dyn_cast<clang::MaterializeTemporaryExpr>(e))
+      out = eval_group(temporary->getSubExpr(), on);
+    else if (const auto *bind = llvm::dyn_cast<clang::CXXBindTemporaryExpr>(e))
+      out = eval_group(bind->getSubExpr(), on);
+    else if (const auto *cast = llvm::dyn_cast<clang::CastExpr>(e);
+             cast && is_group_type(cast->getSubExpr()->getType()))
+      out = eval_group(cast->getSubExpr(), on); // to a base, or a tile's parentless type
+    else if (const auto *construct = llvm::dyn_cast<clang::CXXConstructExpr>(e);
+             construct && construct->getNumArgs() == 1 &&
+             is_group_type(construct->getArg(0)->getType()))
+      out = eval_group(construct->getArg(0), on);
+    else if (const auto *conversion = llvm::dyn_cast<clang::CXXMemberCallExpr>(e);
+             conversion &&
+             llvm::isa_and_nonnull<clang::CXXConversionDecl>(conversion->getMethodDecl()))
+      out = eval_group(conversion->getImplicitObjectArgument(), on); // to a parentless tile
+    else if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
+      out = eval_call(call, on);
+    else if (llvm::isa<clang::DeclRefExpr>(e))
+      out = load_places(place(e, on), on, e);
+    else
+      not_modelled(e, fmt::format("the cooperative group '{}' ({})", text_of(e),
+                                  e->getStmtClassName()));
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t] && out[t].kind != Value::Kind::Group)
+        not_modelled(e, fmt::format("the cooperative group '{}'", text_of(e)));
+    return out;
+  }
+
+  void declare_group(const clang::VarDecl *var, const clang::Stmt *s, const Mask &on) {
+    if (!var->hasInit())
+      not_modelled(s, fmt::format("the cooperative group '{}' without an initialiser",
+                                  var->getNameAsString()));
+    Values v = eval_group(var->getInit(), on);
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        threads_[t].frames.back().registers[var] = v[t];
+  }
+
+  // The group all active threads hold (a tile: each its own of that width).
+  Group uniform_group(const clang::Expr *e, const Values &g, const Mask &on) const {
+    std::optional<Group> group;
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      Group mine = group_of(g[t]);
+      if (group && (mine.scope != group->scope || mine.size != group->size ||
+                    mine.parent_size != group->parent_size))
+        not_modelled(e, fmt::format("'{}' on groups of different shapes", text_of(e)));
+      group = mine;
+    }
+    return *group;
+  }
+
+  // The object a member call is made on (a static member's too: block.sync()).
+  const clang::Expr *group_object(const clang::CallExpr *call) const {
+    if (const auto *member = llvm::dyn_cast<clang::CXXMemberCallExpr>(call))
+      return member->getImplicitObjectArgument();
+    if (const auto *member =
+            llvm::dyn_cast<clang::MemberExpr>(call->getCallee()->IgnoreParenImpCasts()))
+      return member->getBase();
+    unmodelled_group(call);
+  }
+
+  int block_threads() const { return static_cast<int>(threads_.size()); }
+
+  Values group_call_value(const clang::CallExpr *call, const clang::FunctionDecl &callee,
+                          const Mask &on) {
+    auto kind = group_call(callee.getNameAsString());
+    bool method = llvm::isa<clang::CXXMethodDecl>(callee);
+    if (!kind || method != (*kind >= GroupCall::Sync))
+      unmodelled_group(call);
+    if (!method)
+      return group_function(call, callee, *kind, on);
+    const clang::Expr *object = group_object(call);
+    Group g = uniform_group(object, eval_group(object, on), on);
+    switch (*kind) {
+    case GroupCall::Sync:
+      if (g.scope == Group::Scope::Tile)
+        lane_barrier(call, on, g.size, fmt::format("'{}'", text_of(call)));
+      else
+        barrier(call, on, fmt::format("'{}'", text_of(call)));
+      return Values(on.size());
+    case GroupCall::Shfl:
+    case GroupCall::ShflXor:
+    case GroupCall::ShflDown:
+    case GroupCall::ShflUp:
+      return tile_shuffle(call, *kind, g, on);
+    case GroupCall::Any:
+    case GroupCall::All:
+    case GroupCall::Ballot:
+      return tile_votes(call, *kind, g, on);
+    default:
+      return group_integers(call, *kind, g, on);
+    }
+  }
+
+  // this_thread_block(), this_grid(), tiled_partition, reduce.
+  Values group_function(const clang::CallExpr *call, const clang::FunctionDecl &callee,
+                        GroupCall kind, const Mask &on) {
+    int blocks = launch_.grid[0] * launch_.grid[1] * launch_.grid[2];
+    switch (kind) {
+    case GroupCall::ThisThreadBlock:
+      if (call->getNumArgs() != 0)
+        unmodelled_group(call);
+      return fill(on, group_value({Group::Scope::Block, block_threads(), 0}));
+    case GroupCall::ThisGrid:
+      if (blocks != 1)
+        not_modelled(call, fmt::format("'{}' on a launch of {} blocks (a grid-wide group)",
+                                       text_of(call), blocks));
+      return fill(on, group_value({Group::Scope::Grid, block_threads(), 0}));
+    case GroupCall::TiledPartition:
+      return tiled_partition(call, callee, on);
+    case GroupCall::Reduce:
+      return tile_reduce(call, on);
+    default:
+      unmodelled_group(call);
+    }
+  }
+
+  // tiled_partition<N>(parent) or tiled_partition(parent, n).
+  Values tiled_partition(const clang::CallExpr *call, const clang::FunctionDecl &callee,
+                         const Mask &on) {
+    if (call->getNumArgs() < 1)
+      unmodelled_group(call);
+    Values parent = eval_group(call->getArg(0), on);
+    Values width(on.size());
+    const clang::TemplateArgumentList *template_args =
+        callee.getTemplateSpecializationArgs();
+    if (call->getNumArgs() >= 2)
+      width = eval(call->getArg(1), on);
+    else if (template_args && template_args->size() > 0 &&
+             template_args->get(0).getKind() == clang::TemplateArgument::Integral)
+      width = fill(on, Value::integer(template_args->get(0).getAsIntegral().getExtValue()));
+    else
+      unmodelled_group(call);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      std::int64_t w = integer(width[t], call);
+      auto tile = Group::tile_of(group_of(parent[t]), w);
+      if (!tile)
+        not_modelled(call, fmt::format("'{}': a tile of {} threads (modelled: 1 to 32, a "
+                                       "power of two, of a block or a wider tile)",
+                                       text_of(call), w));
+      out[t] = group_value(*tile);
+    }
+    return out;
+  }
+
+  // g.thread_rank(), g.size(), g.meta_group_rank(), ...: integers.
+  Values group_integers(const clang::CallExpr *call, GroupCall kind, const Group &g,
+                        const Mask &on) {
+    bool tile = g.scope == Group::Scope::Tile, grid = g.scope == Group::Scope::Grid;
+    if (((kind == GroupCall::MetaGroupRank || kind == GroupCall::MetaGroupSize) && !tile) ||
+        ((kind == GroupCall::BlockRank || kind == GroupCall::NumBlocks) && !grid))
+      unmodelled_group(call);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      int rank = static_cast<int>(t);
+      std::int64_t v = 0;
+      switch (kind) {
+      case GroupCall::ThreadRank:
+        v = g.thread_rank(rank);
+        break;
+      case GroupCall::Size:
+        v = g.size;
+        break;
+      case GroupCall::MetaGroupRank:
+        v = g.meta_group_rank(rank, block_threads());
+        break;
+      case GroupCall::MetaGroupSize:
+        v = g.meta_group_size(block_threads());
+        break;
+      case GroupCall::BlockRank: // of the one block
+        v = 0;
+        break;
+      case GroupCall::NumBlocks:
+      case GroupCall::IsValid:
+        v = 1;
+        break;
+      default: // a dim3, other than through its .x, .y, .z
+        unmodelled_group(call);
+      }
+      out[t] = Value::integer(wrap(v, call->getType()));
+    }
+    return out;
+  }
+
+  // block.group_index().x, block.thread_index().y, grid.dim_blocks().z, ...
+  std::optional<Values> group_dim3_member(const clang::Expr *e, const Mask &on) {
+    const auto *member = llvm::dyn_cast<clang::MemberExpr>(e->IgnoreParens());
+    const auto *call = member ? llvm::dyn_cast<clang::CallExpr>(
+                                    member->getBase()->IgnoreImplicit())
+                              : nullptr;
+    const clang::FunctionDecl *callee = call ? call->getDirectCallee() : nullptr;
+    if (!callee || !in_cooperative_groups(callee))
+      return std::nullopt;
+    auto kind = group_call(callee->getNameAsString());
+    std::string axis = member->getMemberDecl()->getNameAsString();
+    int k = axis == "x" ? 0 : axis == "y" ? 1 : axis == "z" ? 2 : -1;
+    if (!kind || k < 0 || !llvm::isa<clang::CXXMethodDecl>(callee))
+      unmodelled_group(call);
+    const clang::Expr *object = group_object(call);
+    Group g = uniform_group(object, eval_group(object, on), on);
+    bool grid = g.scope == Group::Scope::Grid;
+    if (g.scope == Group::Scope::Tile || (*kind == GroupCall::DimBlocks && !grid))
+      unmodelled_group(call);
+    Values out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      ThreadId id = thread_id(static_cast<int>(t));
+      std::int64_t block = launch_.block[k], v = 0;
+      switch (*kind) {
+      case GroupCall::GroupIndex: // a block's blockIdx; a grid's block_index()
+        v = id.block[k];
+        break;
+      case GroupCall::ThreadIndex:
+        v = id.thread[k] + (grid ? id.block[k] * block : 0);
+        break;
+      case GroupCall::GroupDim:
+        v = grid ? launch_.grid[k] : block;
+        break;
+      case GroupCall::DimThreads:
+        v = grid ? launch_.grid[k] * block : block;
+        break;
+      case GroupCall::DimBlocks:
+        v = launch_.grid[k];
+        break;
+      default:
+        unmodelled_group(call);
+      }
+      out[t] = Value::integer(wrap(v, e->getType()));
+    }
+    return out;
+  }
+
+  // tile.shfl(v, rank), .shfl_xor, .shfl_down, .shfl_up: __shfl_*_sync over
+  // the tile's lanes with the tile's width.
+  Values tile_shuffle(const clang::CallExpr *call, GroupCall kind, const Group &g,
+                      const Mask &on) {
+    if (g.scope != Group::Scope::Tile || call->getNumArgs() != 2)
+      unmodelled_group(call);
+    Shuffle shuffle = kind == GroupCall::Shfl      ? Shuffle::Idx
+                      : kind == GroupCall::ShflXor ? Shuffle::Xor
+                      : kind == GroupCall::ShflDown ? Shuffle::Down
+                                                    : Shuffle::Up;
+    ShuffleArgs args{Values(on.size()), value(call->getArg(0), on),
+                     eval(call->getArg(1), on), fill(on, Value::integer(g.size))};
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        args.member_mask[t] = Value::integer(g.lane_mask(static_cast<int>(t)));
+    return shuffled(call, text_of(call->getCallee()), shuffle, args, on);
+  }
+
+  // The block ranks of the tile of thread `t`, every one of them active,
+  // outside any data-dependent branch, and in the block.
+  std::vector<int> whole_tile(const clang::CallExpr *call, const Group &g, int t,
+                              const Mask &on) const {
+    auto [first, last] = g.threads_of(t, block_threads());
+    if (last - first != g.size)
+      not_modelled(call, fmt::format("'{}' by a tile of {} with {} threads in the block",
+                                     text_of(call), g.size, last - first));
+    std::vector<int> lanes;
+    for (int lane = first; lane < last; ++lane) {
+      if (!on[lane] || !threads_[lane].guards.empty())
+        not_modelled(call, fmt::format("'{}' reached by some threads of a tile but not by "
+                                       "{}",
+                                       text_of(call), thread_id(lane).str()));
+      lanes.push_back(lane);
+    }
+    return lanes;
+  }
+
+  // tile.any(p), .all(p), .ballot(p) on concrete predicates.
+  Values tile_votes(const clang::CallExpr *call, GroupCall kind, const Group &g,
+                    const Mask &on) {
+    if (g.scope != Group::Scope::Tile || call->getNumArgs() != 1)
+      unmodelled_group(call);
+    Values predicate = eval(call->getArg(0), on), out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      std::vector<std::int64_t> bits;
+      for (int lane : whole_tile(call, g, static_cast<int>(t), on))
+        bits.push_back(integer(predicate[lane], call));
+      out[t] = Value::integer(wrap(tile_vote(kind, bits), call->getType()));
+    }
+    return out;
+  }
+
+  // cg::reduce(tile, v, cg::plus<T>() / cg::less<T>() / cg::greater<T>()):
+  // every thread of the tile gets the sum, minimum or maximum of its values.
+  Values tile_reduce(const clang::CallExpr *call, const Mask &on) {
+    if (call->getNumArgs() != 3)
+      unmodelled_group(call);
+    Group g = uniform_group(call, eval_group(call->getArg(0), on), on);
+    const auto *op = call->getArg(2)->getType().getNonReferenceType()->getAsCXXRecordDecl();
+    std::string name = op && in_cooperative_groups(op) ? op->getNameAsString() : "";
+    if (g.scope != Group::Scope::Tile ||
+        (name != "plus" && name != "less" && name != "greater"))
+      unmodelled_group(call);
+    Values v = value(call->getArg(1), on), out(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      std::vector<TermId> terms;
+      for (int lane : whole_tile(call, g, static_cast<int>(t), on)) {
+        if (v[lane].kind != Value::Kind::Float)
+          not_modelled(call,
+                       fmt::format("'{}' on a value that is not a real", text_of(call)));
+        terms.push_back(v[lane].term);
+      }
+      TermId r = terms[0];
+      if (name == "plus")
+        r = store_.add(terms);
+      for (std::size_t k = 1; k < terms.size() && name != "plus"; ++k)
+        r = name == "less" ? store_.min(r, terms[k]) : store_.max(r, terms[k]);
+      out[t] = Value::real(r);
+    }
+    return out;
+  }
+
   terms::TermStore &store_;
   const clang::ASTContext &context_;
   const clang::SourceManager &sources_;
@@ -1929,7 +2315,7 @@ private:
   std::vector<Thread> threads_;
   std::array<int, 3> block_{};
   int block_serial_ = -1, phase_ = 0, call_depth_ = 0;
-  std::vector<int> warp_phase_; // __syncwarp phases of the block's warps
+  SyncUnits syncs_; // __syncwarp and tile-sync phases of the block's warps
   std::int64_t steps_ = 0;
   std::vector<KernelFinding> findings_;
 };

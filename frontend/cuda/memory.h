@@ -14,9 +14,9 @@ namespace shardproof::frontend::cuda {
 
 // What a register or a buffer element holds: a concrete integer, a real
 // term, a pointer into a buffer, a data-dependent comparison, or nothing
-// defined (never read into a term).
+// defined (never read into a term), or a cooperative group (groups.h).
 struct Value {
-  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool };
+  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool, Group };
   Kind kind = Kind::Undef;
   std::int64_t i = 0;     // Int (and concrete booleans)
   terms::TermId term = 0; // Float; SymBool (a comparison term)

@@ -3,6 +3,7 @@
 // annotated launch into terms, and compared with terms built here.
 #include "checkers/prover/prover.h"
 #include "frontend/cuda/cuda_frontend.h"
+#include "frontend/cuda/warp.h"
 #include "models/terms/evaluate.h"
 
 #include <gtest/gtest.h>
@@ -217,9 +218,26 @@ INSTANTIATE_TEST_SUITE_P(
                    "the conversion 'reinterpret_cast<const int *>(x)' (BitCast)"},
         Unmodelled{"lambda", "auto f = [&](int i) { return x[i]; }; out[t] = f(t);",
                    "(LambdaExpr)"},
-        Unmodelled{"cooperative_groups",
-                   "cooperative_groups::this_thread_block().sync(); out[t] = x[t];",
-                   "the call 'cooperative_groups::this_thread_block().sync()'"},
+        Unmodelled{"coalesced_group",
+                   "cooperative_groups::coalesced_threads().sync(); out[t] = x[t];",
+                   "the cooperative-groups call 'cooperative_groups::coalesced_threads()' "
+                   "(modelled: this_thread_block, tiled_partition of 1 to 32 threads, "
+                   "this_grid of a one-block launch, their members)"},
+        Unmodelled{"multi_warp_tile",
+                   "auto b = cooperative_groups::this_thread_block(); auto g = "
+                   "cooperative_groups::tiled_partition(b, 64); out[t] = x[t];",
+                   "'cooperative_groups::tiled_partition(b, 64)': a tile of 64 threads"},
+        Unmodelled{"divergent_tile_sync",
+                   "auto w = cooperative_groups::tiled_partition<8>("
+                   "cooperative_groups::this_thread_block()); if (t < 4) w.sync(); "
+                   "out[t] = x[t];",
+                   "'w.sync()' reached by some lanes of a tile of 8 but not by thread "
+                   "(4,0,0) of block (0,0,0)"},
+        Unmodelled{"vote_on_data",
+                   "auto w = cooperative_groups::tiled_partition<8>("
+                   "cooperative_groups::this_thread_block()); "
+                   "out[t] = w.any(x[t] > 0.0f) ? x[t] : x[t];",
+                   "'w.any(x[t] > 0.0f)' on a value that is not a concrete integer"},
         Unmodelled{"struct_reference_parameter",
                    "out[t] = first(reinterpret_cast<const float4 *>(x)[0]);",
                    "the reference parameter 'v' of 'first'"},
@@ -508,4 +526,212 @@ TEST(CudaBuildFlags, ADatabaseWithoutTheFileSaysSo) {
   command = cuda::compile_command_for(dir + "k.cu");
   ASSERT_TRUE(command && command->error);
   EXPECT_NE(command->error->find("is not JSON"), std::string::npos) << *command->error;
+}
+
+// --- cooperative groups ----------------------------------------------------
+
+namespace {
+// out = x * rsqrt(mean(x^2) + eps) * weight over rows of `cols`, built here.
+std::vector<TermId> rms_norm_terms(Lifted &l, int rows, int cols, double eps) {
+  auto &s = l.store;
+  const auto &x = l.inputs["x"], &w = l.inputs["weight"];
+  std::vector<TermId> out;
+  for (int r = 0; r < rows; ++r) {
+    std::vector<TermId> squares;
+    for (int c = 0; c < cols; ++c)
+      squares.push_back(s.mul(x[r * cols + c], x[r * cols + c]));
+    TermId mean = s.div(s.add(squares), s.constant(cols));
+    TermId inv = s.app(terms::Fn::Rsqrt, s.add(mean, s.constant_from_double(eps)));
+    for (int c = 0; c < cols; ++c)
+      out.push_back(s.mul(s.mul(x[r * cols + c], inv), w[c]));
+  }
+  return out;
+}
+
+void expect_cg_rms_norm_proved(const cuda::ParseOptions &options) {
+  auto l = lift("cg_rms_norm.cu", options);
+  ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
+  auto verdict = prove(*l, l->result.buffers["out"], rms_norm_terms(*l, 2, 96, 1e-5));
+  EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+}
+} // namespace
+
+TEST(CudaCooperativeGroups, TileReductionsThroughSharedMemoryAreTheRmsNorm) {
+  expect_cg_rms_norm_proved({});
+}
+
+TEST(CudaCooperativeGroups, TheToolkitsInlineMembersAreInterceptedByName) {
+  if (!std::ifstream("/usr/local/cuda/include/cooperative_groups.h"))
+    GTEST_SKIP() << "no CUDA toolkit at /usr/local/cuda";
+  expect_cg_rms_norm_proved({.cuda_path = "/usr/local/cuda"});
+}
+
+TEST(CudaCooperativeGroups, AMissingBlockSyncIsARaceOnTheTilesPartials) {
+  auto l = lift("cg_rms_norm_missing_sync.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  const auto &f = l->result.findings[0];
+  EXPECT_EQ(f.kind, cuda::KernelFinding::Kind::SharedMemoryRace);
+  EXPECT_EQ(f.message, "shared-memory race on partials[1]: thread (1,0,0) of block "
+                       "(0,0,0) reads it here and thread (16,0,0) of block (0,0,0) "
+                       "writes it at " +
+                           kernel_path("cg_rms_norm_missing_sync.cu") +
+                           ":38:5 with no barrier between");
+  EXPECT_EQ(f.loc.line, 42);
+}
+
+namespace {
+// A kernel of tiles of 8 in a block of 64: what each member gives, per thread.
+std::string tile_kernel(const std::string &body) {
+  return "#include <cuda_runtime.h>\n"
+         "#include <cooperative_groups.h>\n"
+         "#include <cooperative_groups/reduce.h>\n"
+         "namespace cg = cooperative_groups;\n"
+         "// shardproof: launch k grid=(1) block=(64)\n"
+         "// shardproof: arg x = float32[64]\n"
+         "// shardproof: arg out = float32[4,64]\n"
+         "// shardproof: reference out = x.repeat(4, 1)\n"
+         "__global__ void k(const float *x, float *out) {\n"
+         "  cg::thread_block block = cg::this_thread_block();\n"
+         "  cg::thread_block_tile<8> tile = cg::tiled_partition<8>(block);\n"
+         "  int t = block.thread_rank();\n"
+         "  float v = x[t];\n" +
+         body + "}\n";
+}
+
+std::vector<std::unique_ptr<Lifted>> lift_both_modes(const std::string &name,
+                                                     const std::string &body) {
+  std::vector<std::unique_ptr<Lifted>> out;
+  std::string path = ::testing::TempDir() + name + ".cu";
+  std::ofstream(path) << tile_kernel(body);
+  out.push_back(lift_file(path, name));
+  if (std::ifstream("/usr/local/cuda/include/cooperative_groups.h"))
+    out.push_back(lift_file(path, name + " (toolkit)", {.cuda_path = "/usr/local/cuda"}));
+  return out;
+}
+
+double constant_at(const Lifted &l, std::size_t i) {
+  TermId t = l.result.buffers.at("out")[i];
+  EXPECT_TRUE(l.store.is_const(t)) << "out[" << i << "]";
+  return l.store.is_const(t) ? l.store.const_value(t).get_d() : -1;
+}
+} // namespace
+
+TEST(CudaCooperativeGroups, TileShufflesUseTheTilesWidth) {
+  for (auto &l : lift_both_modes("cg_tile_shuffles",
+                                 "  out[t] = tile.shfl_xor(v, 4);\n"
+                                 "  out[64 + t] = tile.shfl_down(v, 3);\n"
+                                 "  out[128 + t] = tile.shfl_up(v, 2);\n"
+                                 "  out[192 + t] = tile.shfl(v, 5);\n")) {
+    ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+    ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+    const auto &x = l->inputs["x"];
+    const auto &out = l->result.buffers["out"];
+    cuda::Shuffle kinds[] = {cuda::Shuffle::Xor, cuda::Shuffle::Down, cuda::Shuffle::Up,
+                             cuda::Shuffle::Idx};
+    int args[] = {4, 3, 2, 5};
+    for (int k = 0; k < 4; ++k)
+      for (int t = 0; t < 64; ++t) {
+        int base = t - t % 32;
+        int source = base + cuda::shuffle_source(kinds[k], t % 32, args[k], 8);
+        EXPECT_EQ(out[64 * k + t], x[source]) << "kind " << k << ", thread " << t;
+      }
+    EXPECT_EQ(out[7], x[3]);       // xor 4 within lanes 0-7
+    EXPECT_EQ(out[64 + 6], x[6]);  // down 3 past the tile: its own value
+    EXPECT_EQ(out[192 + 9], x[13]); // rank 5 of the second tile
+  }
+}
+
+TEST(CudaCooperativeGroups, RanksSizesIndicesAndVotesAreTheToolkits) {
+  for (auto &l : lift_both_modes(
+           "cg_tile_integers",
+           "  cg::thread_block_tile<4> quarter = cg::tiled_partition<4>(tile);\n"
+           "  out[t] = tile.thread_rank() + 100 * tile.meta_group_rank() + 10000 * "
+           "tile.meta_group_size();\n"
+           "  out[64 + t] = quarter.meta_group_rank() + 10 * quarter.meta_group_size() + "
+           "100 * quarter.size();\n"
+           "  out[128 + t] = tile.ballot(t % 3 == 0) + 1000 * tile.any(t == 9) + "
+           "10000 * tile.all(t < 60);\n"
+           "  out[192 + t] = block.group_index().x + 10 * block.thread_index().x + "
+           "1000 * block.group_dim().x + 100000 * block.size();\n")) {
+    ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+    ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+    for (int t = 0; t < 64; ++t) {
+      EXPECT_EQ(constant_at(*l, t), t % 8 + 100 * (t / 8) + 10000 * 8);
+      EXPECT_EQ(constant_at(*l, 64 + t), (t % 8) / 4 + 10 * 2 + 100 * 4);
+      unsigned ballot = 0;
+      for (int r = 0; r < 8; ++r)
+        ballot |= (t - t % 8 + r) % 3 == 0 ? 1u << r : 0;
+      EXPECT_EQ(constant_at(*l, 128 + t),
+                ballot + 1000 * (t / 8 == 1) + 10000 * (t / 8 != 7));
+      EXPECT_EQ(constant_at(*l, 192 + t), 10 * t + 1000 * 64 + 100000 * 64);
+    }
+  }
+}
+
+TEST(CudaCooperativeGroups, TileReduceGivesEveryThreadItsTilesSumOrMaximum) {
+  for (auto &l : lift_both_modes("cg_tile_reduce",
+                                 "  out[t] = cg::reduce(tile, v, cg::plus<float>());\n"
+                                 "  out[64 + t] = cg::reduce(tile, v, cg::greater<float>());\n"
+                                 "  out[128 + t] = cg::reduce(tile, v, cg::less<float>());\n"
+                                 "  out[192 + t] = v;\n")) {
+    ASSERT_FALSE(l->parse_error) << l->parse_error->message;
+    ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+    auto &s = l->store;
+    const auto &x = l->inputs["x"];
+    std::vector<TermId> want;
+    for (int k = 0; k < 3; ++k)
+      for (int t = 0; t < 64; ++t) {
+        std::span<const TermId> tile(x.data() + t - t % 8, 8);
+        TermId r = k == 0 ? s.add(tile) : tile[0];
+        for (int j = 1; j < 8 && k > 0; ++j)
+          r = k == 1 ? s.max(r, tile[j]) : s.min(r, tile[j]);
+        want.push_back(r);
+      }
+    std::span<const TermId> got(l->result.buffers["out"].data(), want.size());
+    auto verdict = prove(*l, got, want);
+    EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+  }
+}
+
+TEST(CudaCooperativeGroups, TheGridOfALaunchOfSeveralBlocksIsNotModelled) {
+  std::string path = scratch_kernel(
+      "cg_grid_of_two",
+      "#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n"
+      "// shardproof: launch k grid=(2) block=(32)\n"
+      "// shardproof: arg x = float32[64]\n"
+      "// shardproof: arg out = float32[64]\n"
+      "// shardproof: reference out = x\n"
+      "__global__ void k(const float *x, float *out) {\n"
+      "  auto grid = cooperative_groups::this_grid();\n"
+      "  out[grid.thread_rank()] = x[grid.thread_rank()];\n}\n");
+  auto l = lift_file(path, "cg_grid_of_two");
+  ASSERT_TRUE(l->result.unsupported);
+  EXPECT_EQ(l->result.unsupported->message,
+            "'cooperative_groups::this_grid()' on a launch of 2 blocks (a grid-wide "
+            "group) at " +
+                path + ":8:15 is not modelled");
+}
+
+TEST(CudaCooperativeGroups, TheGridOfAOneBlockLaunchIsItsBlock) {
+  std::string path = scratch_kernel(
+      "cg_grid_of_one",
+      "#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n"
+      "// shardproof: launch k grid=(1) block=(32)\n"
+      "// shardproof: arg x = float32[32]\n"
+      "// shardproof: arg out = float32[32]\n"
+      "// shardproof: reference out = x\n"
+      "__global__ void k(const float *x, float *out) {\n"
+      "  __shared__ float s[32];\n"
+      "  auto grid = cooperative_groups::this_grid();\n"
+      "  s[grid.thread_rank()] = x[grid.thread_rank()];\n"
+      "  grid.sync();\n"
+      "  out[grid.thread_rank()] = s[grid.num_threads() - 1 - grid.thread_rank() + "
+      "grid.block_rank() + grid.thread_index().x - grid.thread_rank()];\n}\n");
+  auto l = lift_file(path, "cg_grid_of_one");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
+  EXPECT_EQ(l->result.buffers["out"][3], l->inputs["x"][28]);
 }
