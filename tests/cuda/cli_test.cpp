@@ -483,3 +483,79 @@ TEST(CudaDispatch, AKernelChosenByAnOptionalPointerIsCheckedToo) {
   EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 1u) << r.out;
   EXPECT_FALSE(has(r.out, "[SP015]")) << r.out;
 }
+
+// --- cooperative groups --------------------------------------------------
+
+TEST(CudaCli, TheCooperativeGroupsRmsNormIsProved) {
+  auto r = run_cli({"check", kernel("cg_rms_norm.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "proved: kernel rms_norm_tiles: 'out' equals the reference 'x * "
+                         "torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight' "
+                         "(normal form)"))
+      << r.out;
+}
+
+TEST(CudaCli, ATileWhoseReductionTakesAnotherWidthsOffsetsIsRefuted) {
+  auto r = run_cli({"check", kernel("cg_rms_norm_wrong_tile_width.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/cg_rms_norm_wrong_tile_width.cu:52:5: error: "
+                         "the value kernel 'rms_norm_tiles' writes here into out[0,0] "
+                         "differs from the reference 'x * torch.rsqrt(x.pow(2).mean(-1, "
+                         "keepdim=True) + eps) * weight' [SP012]\n"
+                         "  Example:\n    x[0,0] = 1\n    x[0,95] = 1\n    weight[0] = 1\n"
+                         "    every other input = 0\n"))
+      << r.out;
+  // x[0,95] is summed by thread 31, lane 15 of the second tile: left out.
+  EXPECT_TRUE(has(r.out, "  Rank 0: out[0,0] = 9.79326  (should be 6.92654)")) << r.out;
+}
+
+TEST(CudaCli, AMissingBlockSyncBetweenTheTilesPartialsIsARace) {
+  auto r = run_cli({"check", kernel("cg_rms_norm_missing_sync.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:42:15: error: "
+                         "shared-memory race on partials[1]: thread (1,0,0) of block "
+                         "(0,0,0) reads it here and thread (16,0,0) of block (0,0,0) "
+                         "writes it at tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5 "
+                         "with no barrier between [SP013]\n"
+                         "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5: note: "
+                         "thread (16,0,0) of block (0,0,0) writes partials[1] here\n"))
+      << r.out;
+}
+
+TEST(CudaCli, CooperativeGroupsWithTheToolkitsHeadersGiveTheSameVerdicts) {
+  const std::string toolkit = "/usr/local/cuda";
+  if (!std::ifstream(toolkit + "/include/cooperative_groups.h"))
+    GTEST_SKIP() << "no CUDA toolkit at " << toolkit;
+  auto proved = run_cli({"check", "--cuda-path", toolkit, kernel("cg_rms_norm.cu")});
+  EXPECT_EQ(proved.exit_code, 0) << proved.out << proved.err;
+  auto refuted = run_cli(
+      {"check", "--cuda-path", toolkit, kernel("cg_rms_norm_wrong_tile_width.cu")});
+  EXPECT_EQ(refuted.exit_code, 1) << refuted.out << refuted.err;
+  EXPECT_TRUE(has(refuted.out, "  Rank 0: out[0,0] = 9.79326  (should be 6.92654)"))
+      << refuted.out;
+  auto race =
+      run_cli({"check", "--cuda-path", toolkit, kernel("cg_rms_norm_missing_sync.cu")});
+  EXPECT_EQ(race.exit_code, 1) << race.out << race.err;
+  EXPECT_TRUE(has(race.out, "shared-memory race on partials[1]")) << race.out;
+}
+
+TEST(CudaCli, AGridGroupOfSeveralBlocksIsNotProvedAndSaysWhere) {
+  std::string path = ::testing::TempDir() + "cg_grid_sync.cu";
+  std::ofstream(path) << "#include <cooperative_groups.h>\n"
+                         "// shardproof: launch copy grid=(2) block=(32)\n"
+                         "// shardproof: arg x = float32[64]\n"
+                         "// shardproof: arg out = float32[64]\n"
+                         "// shardproof: reference out = x\n"
+                         "__global__ void copy(const float *x, float *out) {\n"
+                         "  cooperative_groups::grid_group grid = "
+                         "cooperative_groups::this_grid();\n"
+                         "  out[grid.thread_rank()] = x[grid.thread_rank()];\n"
+                         "  grid.sync();\n"
+                         "}\n";
+  auto r = run_cli({"check", path});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "'cooperative_groups::this_grid()' on a launch of 2 blocks (a "
+                         "grid-wide group) at " +
+                             path + ":7:41 is not modelled"))
+      << r.out;
+}

@@ -1,19 +1,19 @@
-// The cooperative-groups RMS norm with its tiles cut to 8 threads while the
-// reduction still starts at offset 8, the first step of a 16-thread tile:
-// tile.shfl_xor(v, 8) at width 8 gives each lane its own value, so every
-// partial counts its squares twice.
+// The cooperative-groups RMS norm with tiles of 16 threads whose reduction
+// still takes the offsets of an 8-thread tile (4, 2, 1): each lane sums only
+// its half of the tile, and the leader's partial leaves out lanes 8-15.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 namespace cg = cooperative_groups;
 
-constexpr unsigned kTile = 8;
+constexpr unsigned kTile = 16;
 constexpr int kMaxTiles = 32;
+constexpr int kReduceLanes = 8;
 
 template <unsigned kWidth>
 __device__ float tile_sum(const cg::thread_block_tile<kWidth> &tile, float v) {
 #pragma unroll
-  for (int offset = 8; offset > 0; offset /= 2)
+  for (int offset = kReduceLanes / 2; offset > 0; offset /= 2)
     v += tile.shfl_xor(v, offset);
   return v;
 }
