@@ -2,8 +2,10 @@
 // branches, switches over sizes, calls of the file's functions, dim3 values
 // and kernel launches, which are recorded as the host computed them, never
 // run. A failed assertion or a throw is the host refusing the sizes.
-// Pointers and reals are opaque: a decision on one is not followed.
+// Pointers and reals are opaque: a decision on one is not followed. Device
+// queries answer for the reference device (device.h).
 #include "frontend/cuda/cuda_file.h"
+#include "frontend/cuda/device.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
@@ -22,7 +24,9 @@ namespace shardproof::frontend::cuda {
 namespace {
 
 struct HostValue {
-  enum class Kind : std::uint8_t { Opaque, Int, Dim3, Pointer }; // Pointer: not null
+  // Pointer: not null. Device: the reference device's cudaDeviceProp (or a
+  // pointer to it). Dim3 also holds a three-element array of it.
+  enum class Kind : std::uint8_t { Opaque, Int, Dim3, Pointer, Device };
   Kind kind = Kind::Opaque;
   std::int64_t i = 0;
   std::array<std::int64_t, 3> dim{1, 1, 1};
@@ -293,6 +297,16 @@ private:
       if (base.kind == HostValue::Kind::Dim3 &&
           (field == "x" || field == "y" || field == "z"))
         return HostValue::integer(base.dim[field[0] - 'x']);
+      if (base.kind == HostValue::Kind::Device)
+        return device_field(member, field);
+      return HostValue{};
+    }
+    if (const auto *subscript = llvm::dyn_cast<clang::ArraySubscriptExpr>(e)) {
+      HostValue base = eval(subscript->getBase()->IgnoreImpCasts());
+      HostValue index = eval(subscript->getIdx());
+      if (base.kind == HostValue::Kind::Dim3 && index.kind == HostValue::Kind::Int &&
+          index.i >= 0 && index.i < 3) // prop.maxGridSize[1]
+        return HostValue::integer(base.dim[index.i]);
       return HostValue{};
     }
     if (const auto *op = llvm::dyn_cast<clang::UnaryOperator>(e))
@@ -460,6 +474,8 @@ private:
     const clang::FunctionDecl *callee = call->getDirectCallee();
     if (callee && (callee->isNoReturn() || callee->hasAttr<clang::NoReturnAttr>()))
       throw Rejecting{loc(call), fmt::format("it calls '{}'", callee->getNameAsString())};
+    if (auto answer = device_query(call))
+      return *answer;
     if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call))
       return HostValue{}; // a stream, a device query: opaque
     const clang::FunctionDecl *body = callee->getDefinition();
@@ -491,6 +507,67 @@ private:
     if (result.kind == HostValue::Kind::Int && call->getType()->isIntegerType())
       result.i = wrap(result.i, call->getType());
     return result;
+  }
+
+  // --- device queries: the reference device's answers ----------------------
+
+  // ATen's getCurrentDeviceProperties() / getDeviceProperties(d), the
+  // runtime's cudaGetDeviceProperties(&prop, d) and
+  // cudaDeviceGetAttribute(&value, attr, d); nullopt for other calls.
+  std::optional<HostValue> device_query(const clang::CallExpr *call) {
+    const clang::FunctionDecl *callee = call->getDirectCallee();
+    if (!callee)
+      return std::nullopt;
+    std::string name = callee->getNameAsString();
+    HostValue device{HostValue::Kind::Device};
+    if (name == "getCurrentDeviceProperties" || name == "getDeviceProperties")
+      return device;
+    if ((name == "cudaGetDeviceProperties" || name == "cudaGetDeviceProperties_v2") &&
+        call->getNumArgs() == 2) {
+      output(call->getArg(0)) = device;
+      return HostValue::integer(0); // cudaSuccess
+    }
+    if (name == "cudaDeviceGetAttribute" && call->getNumArgs() == 3) {
+      output(call->getArg(0)) = device_attribute_value(call->getArg(1));
+      return HostValue::integer(0);
+    }
+    return std::nullopt;
+  }
+
+  // The variable a query's `&variable` argument names.
+  HostValue &output(const clang::Expr *arg) {
+    const auto *address = llvm::dyn_cast<clang::UnaryOperator>(arg->IgnoreParenImpCasts());
+    if (!address || address->getOpcode() != clang::UO_AddrOf)
+      not_followed(arg, "device query with an output that is not '&variable'");
+    return variable(address->getSubExpr());
+  }
+
+  HostValue device_attribute_value(const clang::Expr *attr) {
+    const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(attr->IgnoreParenImpCasts());
+    const auto *enumerator =
+        ref ? llvm::dyn_cast<clang::EnumConstantDecl>(ref->getDecl()) : nullptr;
+    if (!enumerator)
+      not_followed(attr, "device attribute that is not a cudaDevAttr enumerator");
+    auto value = device_attribute(enumerator->getName());
+    if (!value)
+      not_followed(attr, fmt::format("device attribute '{}', which the reference device "
+                                     "({}) does not give",
+                                     enumerator->getName().str(),
+                                     reference_device_name()));
+    return HostValue::integer(*value);
+  }
+
+  HostValue device_field(const clang::MemberExpr *member, const std::string &field) {
+    if (auto triple = device_property_triple(field)) {
+      HostValue out{HostValue::Kind::Dim3};
+      out.dim = *triple;
+      return out;
+    }
+    if (auto value = device_property(field))
+      return HostValue::integer(wrap(*value, member->getType()));
+    not_followed(member, fmt::format("device property '{}', which the reference device "
+                                     "({}) does not give",
+                                     field, reference_device_name()));
   }
 
   void record_launch(const clang::CUDAKernelCallExpr *launch) {

@@ -8,11 +8,14 @@
 #include "frontend/cuda/cuda_file.h"
 #include "frontend/cuda/groups.h"
 #include "frontend/cuda/memory.h"
+#include "frontend/cuda/ptx.h"
+#include "frontend/cuda/views.h"
 #include "frontend/cuda/warp.h"
 
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
 #include <clang/AST/Expr.h>
+#include <clang/AST/RecordLayout.h>
 #include <clang/AST/ExprCXX.h>
 #include <clang/AST/Stmt.h>
 #include <clang/AST/StmtCXX.h>
@@ -173,6 +176,8 @@ private:
                                       param->getType().getAsString())};
       if (arg->is_buffer()) {
         check_element_type(*arg, param);
+        set_format(buffers_[buffer_of_.at(name)], param->getType()->getPointeeType(),
+                   arg->loc);
         out.emplace_back(param, Value::pointer(buffer_of_.at(name), 0));
       } else if (type->isIntegerType())
         out.emplace_back(param, Value::integer(wrap(integer_scalar(*arg), type)));
@@ -331,6 +336,8 @@ private:
       }
       leave(s, on, Flow::Returned);
     } else if (llvm::isa<clang::NullStmt>(s)) {
+    } else if (const auto *assembly = llvm::dyn_cast<clang::GCCAsmStmt>(s)) {
+      exec_asm(assembly, on);
     } else if (const auto *e = llvm::dyn_cast<clang::Expr>(s)) {
       eval(e, on);
     } else {
@@ -375,7 +382,7 @@ private:
     if (const auto *record = type->getAsCXXRecordDecl();
         record && record->field_empty() && !is_sixteen_bit(type))
       return;                  // a stateless functor (Add<float> r;): nothing to hold
-    if (vector_fields(type)) { // float4 q = v[i]: a local buffer of its fields
+    if (holds_elements(type)) { // float4 q = v[i]: a local buffer of its fields
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
           threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
@@ -436,9 +443,14 @@ private:
       auto bytes =
           context_.getTypeSizeInChars(incomplete->getElementType()).getQuantity();
       n = launch_.shared_bytes / bytes;
+    } else if (is_union(type)) { // its first member's elements, to begin with
+      set_format(buffer, type, loc(var->getLocation()));
+      n = bytes_of(type) / buffer.element_bytes;
     } else { // an array, or a scalar: one element
       n = scalars_in(type, loc(var->getLocation()));
     }
+    set_format(buffer, type, loc(var->getLocation()));
+    buffer.retypable = space == Space::Local && holds_elements(type);
     buffer.cells.resize(n);
     return buffer;
   }
@@ -522,6 +534,7 @@ private:
 
   // A concrete truth value; a data-dependent one here is not modelled.
   bool truth(const Value &v, const clang::Expr *e) const {
+    require_elements(v, e);
     switch (v.kind) {
     case Value::Kind::Int:
       return v.i != 0;
@@ -578,8 +591,8 @@ private:
         return *values;
     if (const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(e);
         op && op->getOperator() == clang::OO_Equal && op->getNumArgs() == 2)
-      if (int fields = vector_fields(op->getArg(0)->getType())) {
-        assign_vector(place(op->getArg(0), on), op->getArg(1), fields, on);
+      if (clang::QualType type = op->getArg(0)->getType(); holds_elements(type)) {
+        assign_vector(place(op->getArg(0), on), op->getArg(1), type, on);
         return Values(on.size()); // the assignment's value, never read as one
       }
     if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
@@ -587,7 +600,8 @@ private:
     if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e))
       if (const auto *constant = llvm::dyn_cast<clang::EnumConstantDecl>(ref->getDecl()))
         return fill(on, Value::integer(constant->getInitVal().getSExtValue()));
-    if (llvm::isa<clang::DeclRefExpr>(e) || llvm::isa<clang::ArraySubscriptExpr>(e)) {
+    if (llvm::isa<clang::DeclRefExpr>(e) || llvm::isa<clang::ArraySubscriptExpr>(e) ||
+        llvm::isa<clang::MemberExpr>(e)) {
       // An array's name: its address (decayed by the cast around it).
       if (e->getType()->isArrayType()) {
         auto places = place(e, on);
@@ -608,12 +622,7 @@ private:
 
   // __half and __nv_bfloat16 (structs in the headers) hold one real here.
   static bool is_sixteen_bit(clang::QualType type) {
-    const auto *record = type.getCanonicalType()->getAsRecordDecl();
-    if (!record)
-      return false;
-    std::string name = record->getQualifiedNameAsString();
-    return name == "__half" || name == "__nv_bfloat16" || name == "c10::Half" ||
-           name == "c10::BFloat16";
+    return sixteen_bit_format(type).has_value();
   }
 
   // A 16-bit value's copy (a load) or assignment (a store), which C++ spells
@@ -629,7 +638,7 @@ private:
         op && op->getOperator() == clang::OO_Equal && op->getNumArgs() == 2) {
       auto places = place(op->getArg(0), on);
       Values value = value_of(op->getArg(1)->IgnoreImplicit());
-      store(places, value, on, op);
+      store(places, value, on, op, op->getArg(0)->getType());
       return value;
     }
     return std::nullopt;
@@ -728,11 +737,10 @@ private:
       return v;
     }
     case clang::CK_BitCast:
-      // reinterpret_cast<const float4 *>(x): a vector view of the same
-      // scalars; the pointer is unchanged (offsets count scalars).
-      if (cast->getType()->isPointerType() && sub->getType()->isPointerType() &&
-          scalar_of(cast->getType()->getPointeeType()) ==
-              scalar_of(sub->getType()->getPointeeType()))
+      // reinterpret_cast<const float4 *>(x), (float2 *)halves, void *: a
+      // view of the buffer; the pointer is unchanged (offsets count the
+      // buffer's elements), what an access through it covers follows its type.
+      if (cast->getType()->isPointerType() && sub->getType()->isPointerType())
         return eval(sub, on);
       [[fallthrough]];
     default:
@@ -747,6 +755,10 @@ private:
     to = to.getCanonicalType();
     if (v.kind == Value::Kind::Undef || (v.kind == Value::Kind::Group && is_group_type(to)))
       return v;
+    if (v.kind == Value::Kind::Bits &&
+        from.getCanonicalType().getUnqualifiedType() == to.getUnqualifiedType())
+      return v; // copied as it is: still the same bits
+    require_elements(v, at);
     if (to->isBooleanType() && v.kind == Value::Kind::Float) {
       if (!store_.is_const(v.term))
         not_modelled(at, "a floating-point value used as a truth value");
@@ -818,7 +830,6 @@ private:
     if (const auto *subscript = llvm::dyn_cast<clang::ArraySubscriptExpr>(e)) {
       Values base = eval(subscript->getBase(), on);
       Values index = eval(subscript->getIdx(), on);
-      std::int64_t stride = scalars_in(subscript->getType(), loc(subscript));
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t]) {
           Value p = base[t];
@@ -826,8 +837,9 @@ private:
             not_modelled(e, fmt::format("the access '{}' (not a buffer at a concrete "
                                         "index)",
                                         text_of(e)));
+          std::int64_t stride = stride_in(buffers_[p.buffer], subscript->getType(), e);
           out[t] = {nullptr, p.buffer, p.offset + index[t].i * stride};
-          check_aligned(out[t], subscript->getType(), e);
+          check_aligned(out[t], subscript->getType(), e, static_cast<int>(t));
         }
       return out;
     }
@@ -843,7 +855,7 @@ private:
           if (p[t].kind != Value::Kind::Pointer)
             not_modelled(e, fmt::format("the access '{}'", text_of(e)));
           out[t] = {nullptr, p[t].buffer, p[t].offset};
-          check_aligned(out[t], e->getType(), e);
+          check_aligned(out[t], e->getType(), e, static_cast<int>(t));
         }
       return out;
     }
@@ -851,8 +863,9 @@ private:
                                 e->getStmtClassName()));
   }
 
-  // float2, float4, __half2, any struct of fields of one real type: their
-  // fields are consecutive scalars (of a buffer, or of a local one).
+  // float2, float4, __half2, uint4, any struct of fields of one scalar
+  // type: their fields are consecutive scalars (of a buffer, or of a local
+  // one).
   int vector_fields(clang::QualType type) const {
     const auto *record = type.getCanonicalType()->getAsRecordDecl();
     if (!record || is_sixteen_bit(type) || !record->getDefinition())
@@ -864,7 +877,8 @@ private:
     int fields = 0;
     for (const clang::FieldDecl *field : record->fields()) {
       clang::QualType type = field->getType().getCanonicalType();
-      if (!(type->isRealFloatingType() || is_sixteen_bit(type)) || field->isBitField() ||
+      if (!(type->isRealFloatingType() || type->isIntegerType() || is_sixteen_bit(type)) ||
+          field->isBitField() ||
           (element && *element != type))
         return 0;
       element = type;
@@ -889,8 +903,12 @@ private:
     clang::QualType record = member->getBase()->getType();
     if (member->isArrow())
       record = record->getPointeeType();
-    if (!field || !vector_fields(record))
+    if (!field || !holds_elements(record))
       not_modelled(member, fmt::format("the member access '{}'", text_of(member)));
+    std::int64_t field_bytes =
+        context_.getASTRecordLayout(record->getAsRecordDecl()->getDefinition())
+            .getFieldOffset(field->getFieldIndex()) /
+        8;
     std::vector<Place> base(on.size());
     if (member->isArrow()) {
       Values p = eval(member->getBase(), on);
@@ -900,7 +918,7 @@ private:
       if (member->isArrow())
         for (std::size_t t = 0; t < on.size(); ++t)
           if (on[t])
-            check_aligned(base[t], record, member);
+            check_aligned(base[t], record, member, static_cast<int>(t));
     } else {
       base = place(member->getBase(), on);
     }
@@ -908,19 +926,33 @@ private:
       if (on[t]) {
         if (base[t].var)
           not_modelled(member, fmt::format("the member access '{}'", text_of(member)));
-        base[t].offset += field->getFieldIndex();
+        if (field_bytes > 0) // a union's members, a vector's first field: at 0
+          base[t].offset += cells_at(buffers_[base[t].buffer], field_bytes, member);
       }
     return base;
   }
 
-  // A vector of n scalars is read at a multiple of n (its alignment, the
-  // buffer's start being aligned); elsewhere the hardware faults.
-  void check_aligned(const Place &p, clang::QualType type, const clang::Expr *e) const {
-    int fields = vector_fields(type);
-    if (fields > 1 && p.offset % fields != 0)
-      not_modelled(e, fmt::format("the vector access '{}' at element {} of {}, not a "
-                                  "multiple of {} (misaligned)",
-                                  text_of(e), p.offset, buffers_[p.buffer].name, fields));
+  // An access of `type` starts at a multiple of its alignment (a vector's:
+  // its size; the buffer's start is aligned); elsewhere the hardware faults,
+  // a finding as an out-of-bounds access is.
+  void check_aligned(const Place &p, clang::QualType type, const clang::Expr *e, int t) {
+    check_alignment(p, access_alignment(context_, type),
+                    fmt::format("'{}'", type.getUnqualifiedType().getAsString()), e, t);
+  }
+
+  void check_alignment(const Place &p, std::int64_t alignment, const std::string &what,
+                       const clang::Expr *e, int t) {
+    const Buffer &buffer = buffers_[p.buffer];
+    if (!misaligned(buffer, p.offset, alignment))
+      return;
+    findings_.push_back(
+        {KernelFinding::Kind::OutOfBounds, loc(e),
+         fmt::format("misaligned access of {}[{}] ('{}') by {}: a {} needs {}-byte "
+                     "alignment and element {} of the {} {} buffer starts at byte {}",
+                     buffer.name, p.offset, text_of(e), thread_id(t).str(), what,
+                     alignment, p.offset, space_name(buffer.space), buffer.format,
+                     p.offset * buffer.element_bytes)});
+    throw FindingRecorded{};
   }
 
   const Value &pointer_at(const Value &p, const clang::Stmt *at) const {
@@ -929,36 +961,58 @@ private:
     return p;
   }
 
-  // Copies a vector struct field by field, each a checked read and write.
+  // Copies a value of a vector or union `type` element by element, each a
+  // checked read and write of the elements it covers (float4 of floats: 4;
+  // float2 of halves: 4), of one format on both sides.
   void copy_vector(const std::vector<Place> &to, const std::vector<Place> &from,
-                   int fields, const Mask &on, const clang::Expr *e) {
-    for (int k = 0; k < fields; ++k) {
-      auto shifted = [&](std::vector<Place> places) {
-        for (std::size_t t = 0; t < on.size(); ++t)
-          if (on[t]) {
-            if (places[t].var)
-              not_modelled(e, fmt::format("the struct copy '{}'", text_of(e)));
-            places[t].offset += k;
-          }
-        return places;
-      };
-      store(shifted(to), load_places(shifted(from), on, e), on, e);
+                   clang::QualType type, const Mask &on, const clang::Expr *e) {
+    std::int64_t bytes = bytes_of(type);
+    for (std::size_t t = 0; t < on.size(); ++t) {
+      if (!on[t])
+        continue;
+      if (to[t].var || from[t].var)
+        not_modelled(e, fmt::format("the struct copy '{}'", text_of(e)));
+      const Buffer &source = buffers_[from[t].buffer];
+      adopt_format(to[t], source, bytes);
+      const Buffer &target = buffers_[to[t].buffer];
+      if (target.format != source.format)
+        not_modelled(e, fmt::format("the copy '{}' of {} elements of {} into {} elements "
+                                    "of {} (a reinterpretation)",
+                                    text_of(e), source.format, source.name,
+                                    target.format, target.name));
+      std::int64_t n = stride_in(source, type, e);
+      for (std::int64_t k = 0; k < n; ++k) {
+        Value v = read_cell({nullptr, from[t].buffer, from[t].offset + k},
+                            static_cast<int>(t), e);
+        write_cell({nullptr, to[t].buffer, to[t].offset + k}, v, static_cast<int>(t), e);
+      }
     }
+  }
+
+  // A local vector or union assigned whole from elements of another format
+  // holds them (float4 v = *(float4 *)halves: eight halves).
+  void adopt_format(const Place &to, const Buffer &source, std::int64_t bytes) {
+    Buffer &target = buffers_[to.buffer];
+    if (target.retypable && target.format != source.format && to.offset == 0 &&
+        bytes == static_cast<std::int64_t>(target.cells.size()) * target.element_bytes &&
+        bytes % source.element_bytes == 0)
+      retype(target, source.format, source.element_bytes, bytes / source.element_bytes);
   }
 
   // The places of a vector struct's value: an lvalue's own (a copy), or
   // the fields of an initialiser list stored into `to`.
-  void assign_vector(const std::vector<Place> &to, const clang::Expr *from, int fields,
-                     const Mask &on) {
+  void assign_vector(const std::vector<Place> &to, const clang::Expr *from,
+                     clang::QualType type, const Mask &on) {
     from = from->IgnoreImplicit();
     if (const auto *list = llvm::dyn_cast<clang::InitListExpr>(from)) {
+      int fields = vector_fields(type);
       if (static_cast<int>(list->getNumInits()) != fields)
         not_modelled(from, fmt::format("the initialiser '{}'", text_of(from)));
       for (int k = 0; k < fields; ++k) {
         std::vector<Place> field = to;
         for (std::size_t t = 0; t < on.size(); ++t)
           field[t].offset += k;
-        store(field, eval(list->getInit(k), on), on, from);
+        store(field, eval(list->getInit(k), on), on, from, scalar_of(type));
       }
       return;
     }
@@ -968,7 +1022,7 @@ private:
       from = construct->getArg(0)->IgnoreImplicit();
     if (!from->isGLValue())
       not_modelled(from, fmt::format("the struct value '{}'", text_of(from)));
-    copy_vector(to, place(from, on), fields, on, from);
+    copy_vector(to, place(from, on), type, on, from);
   }
 
   void initialise_vector(const clang::VarDecl *var, const Mask &on) {
@@ -980,7 +1034,7 @@ private:
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t])
         to[t] = {nullptr, threads_[t].locals.at(var), 0};
-    assign_vector(to, var->getInit(), vector_fields(var->getType()), on);
+    assign_vector(to, var->getInit(), var->getType(), on);
   }
 
   // `c ? a : b` as an lvalue, on a concrete c.
@@ -1003,6 +1057,8 @@ private:
   // 16-bit struct's copy): an assignment's value, else what its place holds.
   Values value(const clang::Expr *e, const Mask &on) {
     const clang::Expr *bare = e->IgnoreParens();
+    if (const auto *temporary = llvm::dyn_cast<clang::MaterializeTemporaryExpr>(bare))
+      return eval(temporary->getSubExpr(), on); // a const T & bound to a temporary
     bool assigns =
         llvm::isa<clang::BinaryOperator>(bare)
             ? llvm::cast<clang::BinaryOperator>(bare)->isAssignmentOp()
@@ -1024,31 +1080,42 @@ private:
     return load_places(place(e, on), on, e);
   }
 
+  // The values at `places` of the type `e` reads (or `type`).
   Values load_places(const std::vector<Place> &places, const Mask &on,
-                     const clang::Expr *e) {
+                     const clang::Expr *e, std::optional<clang::QualType> type = {}) {
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (!on[t])
         continue;
       const Place &p = places[t];
-      if (p.var) {
+      if (p.var)
         out[t] = read_register(static_cast<int>(t), p.var, e, p.frame);
-        continue;
-      }
-      Buffer &buffer = access(p, static_cast<int>(t), false, e);
-      out[t] = buffer.cells[p.offset];
-      if (out[t].kind == Value::Kind::Undef) {
-        // Memory no thread wrote: its value is whatever was there.
-        findings_.push_back(
-            {KernelFinding::Kind::UninitialisedRead, loc(e),
-             fmt::format("read of uninitialised {} memory {}[{}] ('{}') by {}: no "
-                         "thread of the block wrote it before",
-                         space_name(buffer.space), buffer.name, p.offset, text_of(e),
-                         thread_id(static_cast<int>(t)).str())});
-        throw FindingRecorded{};
-      }
+      else
+        out[t] = read_memory(p, type.value_or(e->getType()), static_cast<int>(t), e);
     }
     return out;
+  }
+
+  Value read_cell(const Place &p, int t, const clang::Expr *e) {
+    Buffer &buffer = access(p, t, false, e);
+    Value v = buffer.cells[p.offset];
+    if (v.kind == Value::Kind::Undef) {
+      // Memory no thread wrote: its value is whatever was there.
+      findings_.push_back(
+          {KernelFinding::Kind::UninitialisedRead, loc(e),
+           fmt::format("read of uninitialised {} memory {}[{}] ('{}') by {}: no "
+                       "thread of the block wrote it before",
+                       space_name(buffer.space), buffer.name, p.offset, text_of(e),
+                       thread_id(t).str())});
+      throw FindingRecorded{};
+    }
+    return v;
+  }
+
+  void write_cell(const Place &p, const Value &v, int t, const clang::Expr *e) {
+    Buffer &buffer = access(p, t, true, e);
+    buffer.cells[p.offset] = v;
+    buffer.writes[p.offset] = ElementWrite{loc(e), thread_id(t)};
   }
 
   Value read_register(int t, const clang::VarDecl *var, const clang::Expr *e,
@@ -1068,8 +1135,10 @@ private:
                                 var->getNameAsString(), thread_id(t).str()));
   }
 
+  // Stores `values` at `places`; `type`, the static type written, when a
+  // view may cover other elements than one of the buffer's.
   void store(const std::vector<Place> &places, const Values &values, const Mask &on,
-             const clang::Expr *e) {
+             const clang::Expr *e, std::optional<clang::QualType> type = {}) {
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (!on[t])
         continue;
@@ -1086,10 +1155,244 @@ private:
       if (values[t].kind == Value::Kind::Undef)
         not_modelled(e, fmt::format("writing an undefined value ('{}', by {})",
                                     text_of(e), thread_id(static_cast<int>(t)).str()));
-      Buffer &buffer = access(p, static_cast<int>(t), true, e);
-      buffer.cells[p.offset] = values[t];
-      buffer.writes[p.offset] = ElementWrite{loc(e), thread_id(static_cast<int>(t))};
+      write_memory(p, type, values[t], static_cast<int>(t), e);
     }
+  }
+
+  // --- inline PTX (ptx.h) ----------------------------------------------------
+
+  // The loads and stores ptx.h models, through the operands' places (the
+  // outputs) and values (the inputs); anything else is not modelled.
+  void exec_asm(const clang::GCCAsmStmt *assembly, const Mask &on) {
+    std::string why;
+    auto program = parse_ptx(assembly->getAsmString()->getString(), why);
+    if (!program)
+      not_modelled(assembly, fmt::format("the inline assembly {}", why));
+    Asm operands{assembly, {}, {}};
+    for (unsigned k = 0; k < assembly->getNumOutputs(); ++k)
+      operands.outputs.push_back(place(assembly->getOutputExpr(k), on));
+    for (unsigned k = 0; k < assembly->getNumInputs(); ++k)
+      operands.inputs.push_back(eval(assembly->getInputExpr(k), on));
+    Mask predicate = on;
+    for (const PtxInstruction &instruction : *program) {
+      Mask taken = instruction.predicated ? predicate : on;
+      switch (instruction.op) {
+      case PtxInstruction::Op::SetPredicate:
+        for (std::size_t t = 0; t < on.size(); ++t)
+          if (on[t])
+            predicate[t] = truth(operands.input(instruction.tested)[t],
+                                 operands.expr(instruction.tested));
+        break;
+      case PtxInstruction::Op::Zero:
+        store(operands.output(instruction.values[0]), fill(on, Value::integer(0)), on,
+              operands.expr(instruction.values[0]),
+              operands.expr(instruction.values[0])->getType());
+        break;
+      case PtxInstruction::Op::Load:
+      case PtxInstruction::Op::Store:
+        ptx_memory(operands, instruction, taken);
+        break;
+      }
+    }
+  }
+
+  // An asm statement's operands: %k is output k, or input k - outputs.
+  struct Asm {
+    const clang::GCCAsmStmt *statement;
+    std::vector<std::vector<Place>> outputs;
+    std::vector<Values> inputs;
+
+    const clang::Expr *expr(int k) const {
+      auto outs = static_cast<int>(outputs.size());
+      return k < outs ? statement->getOutputExpr(k) : statement->getInputExpr(k - outs);
+    }
+    bool is_input(int k) const {
+      return k >= static_cast<int>(outputs.size()) &&
+             k < static_cast<int>(outputs.size() + inputs.size());
+    }
+    const Values &input(int k) const { return inputs.at(k - outputs.size()); }
+    const std::vector<Place> &output(int k) const { return outputs.at(k); }
+  };
+
+  // ld / st of 1, 2 or 4 words at the address operand.
+  void ptx_memory(const Asm &operands, const PtxInstruction &instruction,
+                  const Mask &on) {
+    bool load = instruction.op == PtxInstruction::Op::Load;
+    auto words = static_cast<int>(instruction.values.size());
+    bool fits = operands.is_input(instruction.address);
+    for (int v : instruction.values)
+      fits = fits && (load ? v >= 0 && v < static_cast<int>(operands.outputs.size())
+                           : operands.is_input(v));
+    if (!fits)
+      not_modelled(operands.statement, "inline assembly whose operands are not the "
+                                       "outputs and inputs it names");
+    clang::QualType word = instruction.bytes == 2   ? context_.UnsignedShortTy
+                           : instruction.bytes == 4 ? context_.UnsignedIntTy
+                                                    : context_.UnsignedLongLongTy;
+    const clang::Expr *address = operands.expr(instruction.address);
+    for (int k = 0; k < words; ++k) {
+      Values values(on.size());
+      for (std::size_t t = 0; t < on.size(); ++t) {
+        if (!on[t])
+          continue;
+        if (!threads_[t].guards.empty())
+          not_modelled(operands.statement, "inline assembly under a data-dependent "
+                                           "condition");
+        const Value &p = pointer_at(operands.input(instruction.address)[t], address);
+        Place at{nullptr, p.buffer, p.offset};
+        if (k == 0)
+          check_alignment(at, std::int64_t(words) * instruction.bytes,
+                          fmt::format("{}-byte PTX access", words * instruction.bytes),
+                          address, static_cast<int>(t));
+        if (k > 0)
+          at.offset += cells_at(buffers_[p.buffer], k * instruction.bytes, address);
+        if (load)
+          values[t] = read_memory(at, word, static_cast<int>(t), address);
+        else
+          write_memory(at, word, operands.input(instruction.values[k])[t],
+                       static_cast<int>(t), address);
+      }
+      if (load) {
+        const clang::Expr *target = operands.expr(instruction.values[k]);
+        store(operands.output(instruction.values[k]), values, on, target,
+              target->getType());
+      }
+    }
+  }
+
+  // --- views: memory read and written through another scalar type ---------
+
+  // Whether values of `type` live in memory as elements: a vector struct
+  // (float4, uint4, __half2) or a union of such, arrays and scalars.
+  bool holds_elements(clang::QualType type) const {
+    return vector_fields(type) || is_union(type);
+  }
+
+  bool is_union(clang::QualType type) const {
+    const auto *record = type.getCanonicalType()->getAsRecordDecl();
+    if (!record || !record->isUnion() || !record->getDefinition() || record->field_empty())
+      return false;
+    for (const clang::FieldDecl *field : record->fields()) {
+      clang::QualType member = element_of(field->getType());
+      if (field->isBitField() || !scalar_format(context_, member))
+        return false;
+    }
+    return true;
+  }
+
+  // The scalar type `type`'s values are made of: an array's elements', a
+  // vector's fields', a union's first member's.
+  clang::QualType element_of(clang::QualType type) const {
+    type = type.getCanonicalType().getUnqualifiedType();
+    if (const auto *array = context_.getAsArrayType(type))
+      return element_of(array->getElementType());
+    if (vector_fields(type))
+      return scalar_of(type);
+    const auto *record = type->getAsRecordDecl();
+    if (record && record->isUnion() && record->getDefinition() && !record->field_empty())
+      return element_of(record->field_begin()->getType());
+    return type;
+  }
+
+  // Gives `buffer` the format of the elements of `type`.
+  void set_format(Buffer &buffer, clang::QualType type, const ir::SourceLoc &where) const {
+    clang::QualType element = element_of(type);
+    auto format = scalar_format(context_, element);
+    if (!format || bytes_of(element) == 0)
+      throw NotModelled{where, fmt::format("memory of '{}' at {} is not modelled",
+                                           type.getAsString(), where.str())};
+    buffer.format = *format;
+    buffer.element_bytes = static_cast<int>(bytes_of(element));
+  }
+
+  std::int64_t bytes_of(clang::QualType type) const {
+    type = type.getCanonicalType();
+    if (type->isIncompleteType() || type->isVoidType())
+      return 0;
+    return context_.getTypeSizeInChars(type).getQuantity();
+  }
+
+  // How many elements of `buffer` `bytes` bytes are; part of one is not
+  // modelled (a view narrower than the elements).
+  std::int64_t cells_at(const Buffer &buffer, std::int64_t bytes,
+                        const clang::Expr *e) const {
+    if (auto n = cells_covered(buffer, bytes))
+      return *n;
+    not_modelled(e, fmt::format("'{}' (a view of {} bytes of the {}-byte {} elements of "
+                                "{}, part of an element)",
+                                text_of(e), bytes, buffer.element_bytes, buffer.format,
+                                buffer.name));
+  }
+
+  // How many elements of `buffer` a value of `type` covers (a pointer to it
+  // steps over).
+  std::int64_t stride_in(const Buffer &buffer, clang::QualType type,
+                         const clang::Expr *e) const {
+    if (buffer.format.empty())
+      return scalars_in(type, loc(e));
+    return cells_at(buffer, bytes_of(type), e);
+  }
+
+  // The elements an access of `type` at `p` covers as a view (float2 over
+  // halves: 4), or 0 when it is one element of the buffer's own format.
+  std::int64_t view_cells(const Buffer &buffer, clang::QualType type,
+                          const clang::Expr *e) const {
+    auto format = scalar_format(context_, type);
+    if (buffer.format.empty() || (format && *format == buffer.format))
+      return 0;
+    return cells_at(buffer, bytes_of(type), e);
+  }
+
+  // One element, or the elements a view of another type covers, as bits.
+  Value read_memory(const Place &p, clang::QualType type, int t, const clang::Expr *e) {
+    std::int64_t n = view_cells(buffers_[p.buffer], type, e);
+    if (n == 0)
+      return read_cell(p, t, e);
+    Bits bits{buffers_[p.buffer].format, type.getUnqualifiedType().getAsString(), loc(e),
+              {}};
+    for (std::int64_t k = 0; k < n; ++k)
+      bits.elements.push_back(read_cell({nullptr, p.buffer, p.offset + k}, t, e));
+    return Value::packed(std::move(bits));
+  }
+
+  // A value written at `p`: one element; through a view, the bits of
+  // elements of the buffer's format read through a view, or zero bits.
+  void write_memory(const Place &p, std::optional<clang::QualType> type, const Value &v,
+                    int t, const clang::Expr *e) {
+    const Buffer &buffer = buffers_[p.buffer];
+    std::int64_t n = type ? view_cells(buffer, *type, e) : 0;
+    if (v.kind == Value::Kind::Bits) {
+      const Bits &bits = *v.bits;
+      std::int64_t cells = std::max<std::int64_t>(n, 1);
+      if (bits.format != buffer.format ||
+          static_cast<std::int64_t>(bits.elements.size()) != cells)
+        not_modelled(e, fmt::format("writing {} into {} {} element{} of {} (a "
+                                    "reinterpretation)",
+                                    describe(bits), cells, buffer.format,
+                                    cells == 1 ? "" : "s", buffer.name));
+      for (std::int64_t k = 0; k < cells; ++k)
+        write_cell({nullptr, p.buffer, p.offset + k}, bits.elements[k], t, e);
+      return;
+    }
+    if (n == 0)
+      return write_cell(p, v, t, e);
+    if (v.kind != Value::Kind::Int || v.i != 0)
+      not_modelled(e, fmt::format("writing '{}' through a view of the {} elements of {} "
+                                  "(only bits read from {} elements, or zero, are)",
+                                  text_of(e), buffer.format, buffer.name, buffer.format));
+    Value zero = buffer.format.find("float") != std::string::npos
+                     ? Value::real(store_.constant(0))
+                     : Value::integer(0);
+    for (std::int64_t k = 0; k < n; ++k) // all bits zero: each element 0
+      write_cell({nullptr, p.buffer, p.offset + k}, zero, t, e);
+  }
+
+  // A value read through a view is only copied: anything else on it
+  // (arithmetic on the reinterpreted bits) is not modelled.
+  void require_elements(const Value &v, const clang::Stmt *at) const {
+    if (v.kind == Value::Kind::Bits)
+      not_modelled(at, fmt::format("'{}' on {} (arithmetic on reinterpreted bits)",
+                                   text_of(at), describe(*v.bits)));
   }
 
   // A register write under data-dependent branches: ite(condition, new,
@@ -1193,7 +1496,7 @@ private:
         if (on[t])
           now[t] = arithmetic(clang::BO_Add, old[t], Value::integer(delta),
                               sub->getType(), op);
-      store(places, now, on, op);
+      store(places, now, on, op, sub->getType());
       return op->isPrefix() ? now : old;
     }
     case clang::UO_Deref:
@@ -1214,10 +1517,12 @@ private:
     case clang::UO_Minus: {
       Values v = eval(sub, on);
       for (std::size_t t = 0; t < on.size(); ++t)
-        if (on[t])
+        if (on[t]) {
+          require_elements(v[t], op);
           v[t] = v[t].kind == Value::Kind::Float
                      ? Value::real(store_.neg(v[t].term))
                      : Value::integer(wrap(-v[t].i, op->getType()));
+        }
       return v;
     }
     case clang::UO_Not: {
@@ -1244,6 +1549,7 @@ private:
   }
 
   std::int64_t integer(const Value &v, const clang::Stmt *at) const {
+    require_elements(v, at);
     if (v.kind != Value::Kind::Int)
       not_modelled(
           at, fmt::format("'{}' on a value that is not a concrete integer", text_of(at)));
@@ -1278,7 +1584,7 @@ private:
             value[t] = convert(result, computation, op->getLHS()->getType(), op);
           }
       }
-      store(places, value, on, op);
+      store(places, value, on, op, op->getLHS()->getType());
       return value;
     }
     Values lhs = eval(op->getLHS(), on), rhs = eval(op->getRHS(), on);
@@ -1382,6 +1688,8 @@ private:
   // An undefined operand (a shuffle from a lane that does not take part):
   // what follows from it is not modelled.
   void require_defined(const Value &a, const Value &b, const clang::Stmt *at) const {
+    require_elements(a, at);
+    require_elements(b, at);
     if (a.kind == Value::Kind::Undef || b.kind == Value::Kind::Undef)
       not_modelled(at, fmt::format("'{}' on an undefined value (a shuffle from a lane "
                                    "that does not take part)",
@@ -1466,18 +1774,18 @@ private:
   Value pointer_arithmetic(clang::BinaryOperatorKind kind, const Value &a, const Value &b,
                            const clang::Stmt *at) {
     const auto *op = llvm::dyn_cast<clang::BinaryOperator>(at);
-    auto stride = [&](const clang::Expr *pointer) {
-      return scalars_in(pointer->getType()->getPointeeType(), loc(pointer));
+    auto stride = [&](const clang::Expr *pointer, const Value &p) {
+      return stride_in(buffers_[p.buffer], pointer->getType()->getPointeeType(), pointer);
     };
     if (op && kind == clang::BO_Add && a.kind == Value::Kind::Pointer &&
         b.kind == Value::Kind::Int)
-      return Value::pointer(a.buffer, a.offset + b.i * stride(op->getLHS()));
+      return Value::pointer(a.buffer, a.offset + b.i * stride(op->getLHS(), a));
     if (op && kind == clang::BO_Add && b.kind == Value::Kind::Pointer &&
         a.kind == Value::Kind::Int)
-      return Value::pointer(b.buffer, b.offset + a.i * stride(op->getRHS()));
+      return Value::pointer(b.buffer, b.offset + a.i * stride(op->getRHS(), b));
     if (op && kind == clang::BO_Sub && a.kind == Value::Kind::Pointer &&
         b.kind == Value::Kind::Int)
-      return Value::pointer(a.buffer, a.offset - b.i * stride(op->getLHS()));
+      return Value::pointer(a.buffer, a.offset - b.i * stride(op->getLHS(), a));
     not_modelled(at, fmt::format("the pointer arithmetic '{}'", text_of(at)));
   }
 
@@ -1552,6 +1860,9 @@ private:
     if (const auto *functor = stateless_functor(call))
       return inline_call(call, *functor, on,
                          llvm::isa<clang::CXXOperatorCallExpr>(call) ? 1 : 0);
+    if (const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
+        op && is_c10_operator(*op))
+      return c10_operator(op, on);
     if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call) ||
         llvm::isa<clang::CXXOperatorCallExpr>(call))
       not_modelled(call, fmt::format("the call '{}'", text_of(call)));
@@ -1571,6 +1882,8 @@ private:
       return fill(on, Value::real(store_.extended(terms::Extended::PosInf))); // INFINITY
     if (auto kind = shuffle_kind(name))
       return shuffle(call, name, *kind, on);
+    if (auto kind = aten_shuffle_kind(name))
+      return aten_shuffle(call, name, *kind, on);
     if (name == "atomicAdd")
       return atomic_add(call, on);
     if (name == "sincosf" || name == "__sincosf" || name == "sincos")
@@ -1588,6 +1901,56 @@ private:
       not_modelled(call, fmt::format("the toolkit function '{}'", name));
     }
     return inline_call(call, *body, on);
+  }
+
+  // PyTorch's operators of c10::Half and c10::BFloat16 (c10/util/Half-inl.h;
+  // the stand-in headers declare them alike): computed in float, as every
+  // 16-bit value is a real here.
+  bool is_c10_operator(const clang::CXXOperatorCallExpr &op) const {
+    const auto *callee = op.getDirectCallee();
+    const auto *space = callee ? llvm::dyn_cast<clang::NamespaceDecl>(
+                                     callee->getDeclContext()->getRedeclContext())
+                               : nullptr;
+    if (!space || space->getName() != "c10" || llvm::isa<clang::CXXMethodDecl>(callee))
+      return false;
+    return std::any_of(op.arg_begin(), op.arg_end(), [](const clang::Expr *arg) {
+      return is_sixteen_bit(arg->getType());
+    });
+  }
+
+  Values c10_operator(const clang::CXXOperatorCallExpr *op, const Mask &on) {
+    clang::OverloadedOperatorKind kind = op->getOperator();
+    auto real = [&](unsigned k) {
+      Values v = value(op->getArg(k)->IgnoreImplicit(), on);
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          v[t] = convert(v[t], op->getArg(k)->IgnoreImplicit()->getType(),
+                         context_.FloatTy, op);
+      return v;
+    };
+    Values a = real(0), out(on.size());
+    if (op->getNumArgs() == 1 && kind == clang::OO_Minus) {
+      for (std::size_t t = 0; t < on.size(); ++t)
+        if (on[t])
+          out[t] = arithmetic(clang::BO_Sub, Value::real(store_.constant(0)), a[t],
+                              context_.FloatTy, op);
+      return out;
+    }
+    auto binary = clang::BinaryOperator::getOverloadedOpcode(kind);
+    if (op->getNumArgs() != 2)
+      not_modelled(op, fmt::format("the operator '{}'", text_of(op)));
+    bool assigns = clang::BinaryOperator::isCompoundAssignmentOp(binary);
+    if (assigns)
+      binary = clang::BinaryOperator::getOpForCompoundAssignment(binary);
+    Values b = real(1);
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        out[t] = clang::BinaryOperator::isComparisonOp(binary)
+                     ? compare(binary, a[t], b[t], op)
+                     : arithmetic(binary, a[t], b[t], context_.FloatTy, op);
+    if (assigns)
+      store(place(op->getArg(0), on), out, on, op, op->getArg(0)->getType());
+    return out;
   }
 
   enum class Intrinsic {
@@ -1664,6 +2027,7 @@ private:
       }
       std::vector<TermId> x;
       for (const Values &a : args) {
+        require_elements(a[t], call);
         if (a[t].kind != Value::Kind::Float)
           not_modelled(call,
                        fmt::format("'{}' on a value that is not a real", text_of(call)));
@@ -1755,7 +2119,8 @@ private:
           out[t] = Value::real(
               store_.app(k == 1 ? terms::Fn::Sin : terms::Fn::Cos, x[t].term));
         }
-      store(place(address->getSubExpr(), on), out, on, call);
+      store(place(address->getSubExpr(), on), out, on, call,
+            address->getSubExpr()->getType());
     }
     return Values(on.size());
   }
@@ -1882,6 +2247,30 @@ private:
   struct ShuffleArgs {
     Values member_mask, var, lane_arg, width;
   };
+
+  // ATen's WARP_SHFL(value, lane, width = warpSize, mask = 0xffffffff) and
+  // its _XOR, _UP and _DOWN (ATen/cuda/DeviceUtils.cuh): the intrinsics
+  // they call, their arguments in ATen's order.
+  static std::optional<Shuffle> aten_shuffle_kind(std::string_view name) {
+    if (name == "WARP_SHFL")
+      return Shuffle::Idx;
+    if (name == "WARP_SHFL_XOR")
+      return Shuffle::Xor;
+    if (name == "WARP_SHFL_UP")
+      return Shuffle::Up;
+    if (name == "WARP_SHFL_DOWN")
+      return Shuffle::Down;
+    return std::nullopt;
+  }
+
+  Values aten_shuffle(const clang::CallExpr *call, const std::string &name, Shuffle kind,
+                      const Mask &on) {
+    if (call->getNumArgs() != 4)
+      not_modelled(call, fmt::format("'{}' with {} arguments", name, call->getNumArgs()));
+    Values var = eval(call->getArg(0), on), lane_arg = eval(call->getArg(1), on);
+    Values width = eval(call->getArg(2), on), member_mask = eval(call->getArg(3), on);
+    return shuffled(call, name, kind, {member_mask, var, lane_arg, width}, on);
+  }
 
   // A shuffle's values, its arguments evaluated.
   Values shuffled(const clang::CallExpr *call, const std::string &name, Shuffle kind,

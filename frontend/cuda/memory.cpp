@@ -1,8 +1,44 @@
 #include "frontend/cuda/memory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace shardproof::frontend::cuda {
+
+Value Value::packed(Bits bits) {
+  Value v{Kind::Bits};
+  v.bits = std::make_shared<const Bits>(std::move(bits));
+  return v;
+}
+
+std::string describe(const Bits &bits) {
+  return fmt::format("the bits of {} {} element{} read as '{}' at {}",
+                     bits.elements.size(), bits.format,
+                     bits.elements.size() == 1 ? "" : "s", bits.view, bits.loc.str());
+}
+
+std::optional<std::int64_t> cells_covered(const Buffer &buffer, std::int64_t bytes) {
+  if (buffer.element_bytes <= 0 || bytes <= 0 || bytes % buffer.element_bytes != 0)
+    return std::nullopt;
+  return bytes / buffer.element_bytes;
+}
+
+bool misaligned(const Buffer &buffer, std::int64_t offset, std::int64_t alignment) {
+  return alignment > 1 && (offset * buffer.element_bytes) % alignment != 0;
+}
+
+void retype(Buffer &buffer, const std::string &format, int element_bytes,
+            std::int64_t cells) {
+  auto n = static_cast<std::size_t>(cells);
+  buffer.format = format;
+  buffer.element_bytes = element_bytes;
+  buffer.cells.assign(n, Value{});
+  buffer.last_write.assign(n, std::nullopt);
+  buffer.reads.assign(n, {});
+  buffer.earlier_block_read.assign(n, std::nullopt);
+  buffer.writes.assign(n, std::nullopt);
+}
 
 bool ordered(const Access &a, const Access &b) {
   if (a.block != b.block)

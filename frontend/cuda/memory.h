@@ -6,6 +6,7 @@
 #include "frontend/cuda/cuda_frontend.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,9 +15,11 @@ namespace shardproof::frontend::cuda {
 
 // What a register or a buffer element holds: a concrete integer, a real
 // term, a pointer into a buffer, a data-dependent comparison, or nothing
-// defined (never read into a term), or a cooperative group (groups.h).
+// defined (never read into a term), or a cooperative group (groups.h), or
+// the bits of elements read through a view of another scalar type (Bits).
+struct Bits;
 struct Value {
-  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool, Group };
+  enum class Kind : std::uint8_t { Undef, Int, Float, Pointer, SymBool, Group, Bits };
   Kind kind = Kind::Undef;
   std::int64_t i = 0;     // Int (and concrete booleans)
   terms::TermId term = 0; // Float; SymBool (a comparison term)
@@ -24,12 +27,30 @@ struct Value {
   int buffer = -1;        // Pointer
   std::int64_t offset = 0;
 
+  std::shared_ptr<const Bits> bits; // Bits
+
   static Value integer(std::int64_t v) { return {Kind::Int, v}; }
   static Value real(terms::TermId t) { return {Kind::Float, 0, t}; }
   static Value pointer(int buffer, std::int64_t offset) {
     return {Kind::Pointer, 0, 0, false, buffer, offset};
   }
+  static Value packed(Bits bits);
 };
+
+// A value read through a view of another scalar type (four halves read as
+// a float2, eight as a uint4's four words): the elements it covers, as the
+// original elements. Stored through a view of elements of the same format
+// it writes them back; any other use of it (arithmetic on the reinterpreted
+// bits) is not modelled.
+struct Bits {
+  std::string format; // the elements' ("float16")
+  std::string view;   // the type they were read as ("float2", "unsigned int")
+  ir::SourceLoc loc;  // the read
+  std::vector<Value> elements;
+};
+
+// "the bits of 2 float16 elements read as 'float' at f.cu:12:5"
+std::string describe(const Bits &bits);
 
 enum class Space { Global, Shared, Local };
 
@@ -45,6 +66,13 @@ struct Access {
 struct Buffer {
   std::string name;
   Space space = Space::Global;
+  // The format of its elements ("float32", "float16", "uint8", ...; its
+  // cells hold one each) and their size. A local variable of a vector or
+  // union type is `retypable`: a copy of a whole value of another format
+  // into it makes its cells that format's elements.
+  std::string format;
+  int element_bytes = 0;
+  bool retypable = false;
   std::vector<Value> cells;
   std::vector<std::optional<Access>> last_write;
   // Reads since the element's block phase began, in time order (one per
@@ -54,6 +82,20 @@ struct Buffer {
   std::vector<std::optional<Access>> earlier_block_read;
   std::vector<std::optional<ElementWrite>> writes;
 };
+
+// How many elements of `buffer` an access of `bytes` bytes covers; nullopt
+// when it covers part of one (a view narrower than the elements, or not a
+// whole number of them).
+std::optional<std::int64_t> cells_covered(const Buffer &buffer, std::int64_t bytes);
+
+// Whether an access at element `offset` of `buffer` that needs `alignment`
+// bytes starts off its alignment (the buffer's start is aligned).
+bool misaligned(const Buffer &buffer, std::int64_t offset, std::int64_t alignment);
+
+// Makes `buffer` hold `cells` elements of `format` (`element_bytes` each),
+// none of them written.
+void retype(Buffer &buffer, const std::string &format, int element_bytes,
+            std::int64_t cells);
 
 // The earlier access a new one races with.
 struct Race {

@@ -36,7 +36,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "included_helper.cu", "relu_undeclared_branches.cu",
                       "ternary_assigns.cu", "shift_right_unsigned.cu",
                       "bias_gelu_vectorised.cu", "rotary_forward.cu",
-                      "rotary_backward.cu"));
+                      "rotary_backward.cu", "softmax_half_float2.cu",
+                      "bias_gelu_half_uint4.cu", "rope_half_c10.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -482,6 +483,118 @@ TEST(CudaDispatch, AKernelChosenByAnOptionalPointerIsCheckedToo) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 1u) << r.out;
   EXPECT_FALSE(has(r.out, "[SP015]")) << r.out;
+}
+
+// --- multi-rank launches: a two-shot all-reduce and its twins ----------------
+
+TEST(CudaCli, TwoShotAllReduceIsProvedOverTwoAndFourRanks) {
+  auto r = run_cli({"check", kernel("all_reduce_two_shot.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char *launch : {"float, 2> --world 2", "float, 4> --world 4",
+                             "__half, 4> --world 4"})
+    EXPECT_TRUE(has(r.out, std::string("all_reduce_two_shot.cu::two_shot_all_reduce<") +
+                               launch + ": proved (1 obligation: 1 proved"))
+        << r.out;
+  EXPECT_TRUE(has(r.out, "over the reals: the rounding of data (float16), partial "
+                         "(float16), out (float16) is not modelled"))
+      << r.out;
+}
+
+TEST(CudaCli, AllReduceWithoutTheBarrierBetweenItsStagesIsACrossRankRace) {
+  auto r = run_cli({"check", kernel("all_reduce_missing_barrier.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/all_reduce_missing_barrier.cu:34:5: error: "
+                  "cross-rank race on partial[0][0]: thread (0,0,0) of block (0,0,0) of "
+                  "rank 0 writes it here and thread (0,0,0) of block (0,0,0) of rank 1 "
+                  "reads it at tests/cuda/kernels/all_reduce_missing_barrier.cu:42:16, and "
+                  "no flag orders the two (a flag set after __threadfence_system() and "
+                  "awaited, with __syncthreads() before the set and after the wait) "
+                  "[SP018]\n"
+                  "tests/cuda/kernels/all_reduce_missing_barrier.cu:42:16: note: thread "
+                  "(0,0,0) of block (0,0,0) of rank 1 reads partial[0][0] here\n"))
+      << r.out;
+}
+
+TEST(CudaCli, AllReduceReusingItsFirstBarriersFlagsIsACrossRankRace) {
+  auto r = run_cli({"check", kernel("all_reduce_reused_flag.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/all_reduce_reused_flag.cu:34:5: error: "
+                         "cross-rank race on partial[0][0]: thread (0,0,0) of block "
+                         "(0,0,0) of rank 0 writes it here and thread (0,0,0) of block "
+                         "(0,0,0) of rank 1 reads it at "
+                         "tests/cuda/kernels/all_reduce_reused_flag.cu:43:16"))
+      << r.out;
+}
+
+TEST(CudaCli, AllReduceGatheringTheWrongPeersSliceIsRefutedOnRankOne) {
+  auto r = run_cli({"check", kernel("all_reduce_wrong_peer_slice.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/all_reduce_wrong_peer_slice.cu:43:7: error: "
+                         "the value kernel 'two_shot_all_reduce<2>' writes here into "
+                         "out[1,0] differs from the reference 'data.sum(0)' [SP012]\n"
+                         "  Example:\n    data[1,0] = 1\n    every other input = 0\n"
+                         "  Reference (world 1): out[1,0] = 1\n"
+                         "  Rank 1: out[1,0] = 0  (should be 1)\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "Rank 1 is the kernel's launch on rank 1: out[1,0] was written "
+                         "by thread (0,0,0) of block (0,0,0) of rank 1"))
+      << r.out;
+}
+
+TEST(CudaCli, AllReduceDroppingTheRemainderNeverWritesTheLastElements) {
+  auto r = run_cli({"check", kernel("all_reduce_drops_remainder.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/all_reduce_drops_remainder.cu:6: error: "
+                         "kernel 'two_shot_all_reduce<4>' never writes out[0,16], which "
+                         "the reference 'data.sum(0)' defines [SP012]\n"
+                         "  Example:\n    data[3,16] = 1\n    every other input = 0\n"))
+      << r.out;
+}
+
+TEST(CudaCli, AFlagNoRankEverSetsIsAWaitThatNeverEnds) {
+  auto r = run_cli({"check", kernel("all_reduce_waits_forever.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/all_reduce_waits_forever.cu:17:10: note: "
+                         "could not prove kernel wait_forever: 'out' equals the reference "
+                         "'out': the loop at "
+                         "tests/cuda/kernels/all_reduce_waits_forever.cu:17:10 never ends"))
+      << r.out;
+}
+
+// --- views of another scalar type, c10::Half operators (issue 13) -------------
+
+TEST(CudaCli, ABiasViewAVectorOffIsRefutedWithTheBiasElementThatLeaks) {
+  auto r = run_cli({"check", kernel("bias_gelu_half_uint4_wrong_offset.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/mem_access.cuh:36:17: error: the value "
+                         "kernel 'bias_gelu_half' writes here into out[0,0] differs from "
+                         "the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  Example:\n    bias[0] = 1\n    every other input = 0\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: out[0,0] = 0  (should be 0.841192)")) << r.out;
+}
+
+TEST(CudaCli, AFloat2ViewIndexedInElementsReadsPastTheBuffer) {
+  auto r = run_cli({"check", kernel("softmax_half_float2_vector_index.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/softmax_half_float2_vector_index.cu:14:20: "
+                         "error: out-of-bounds read of x[16] ('reinterpret_cast<const "
+                         "float2 *>(x)[row * 4]') by thread (1,0,0) of block (0,0,0): the "
+                         "global buffer has 16 elements [SP014]"))
+      << r.out;
+}
+
+TEST(CudaCli, AnUnnegatedC10HalfRotationIsRefutedAtTheKernelLine) {
+  auto r = run_cli({"check", kernel("rope_half_c10_unnegated.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/rope_half_c10_unnegated.cu:20:5: error: the "
+                         "value kernel 'rope_half' writes here into dst[0,0] differs from "
+                         "the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "    src[0,2] = 1\n    freqs[0] = 1\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: dst[0,0] = 0.841471  (should be -0.841471)")) << r.out;
 }
 
 // --- cooperative groups --------------------------------------------------

@@ -209,13 +209,13 @@ INSTANTIATE_TEST_SUITE_P(
     Constructs, CudaUnmodelled,
     ::testing::Values(
         Unmodelled{"switch", "switch (t) { default: out[t] = x[t]; }", "(SwitchStmt)"},
-        Unmodelled{
-            "misaligned_vector_load",
-            "out[t] = reinterpret_cast<const float4 *>(x + 1)[0].x;",
-            "the vector access 'reinterpret_cast<const float4 *>(x + 1)[0]' at element "
-            "1 of x, not a multiple of 4 (misaligned)"},
         Unmodelled{"reinterpreted_bits", "out[t] = reinterpret_cast<const int *>(x)[t];",
-                   "the conversion 'reinterpret_cast<const int *>(x)' (BitCast)"},
+                   "'reinterpret_cast<const int *>(x)[t]' on the bits of 1 float32 element "
+                   "read as 'int' at "},
+        Unmodelled{"view_narrower_than_an_element",
+                   "out[t] = reinterpret_cast<const unsigned short *>(x)[t];",
+                   "(a view of 2 bytes of the 4-byte float32 elements of x, part of an "
+                   "element)"},
         Unmodelled{"lambda", "auto f = [&](int i) { return x[i]; }; out[t] = f(t);",
                    "(LambdaExpr)"},
         Unmodelled{"coalesced_group",
@@ -255,7 +255,7 @@ INSTANTIATE_TEST_SUITE_P(
         Unmodelled{"inline_assembly",
                    "float v; asm(\"mov.f32 %0, %1;\" : \"=f\"(v) : "
                    "\"f\"(x[t])); out[t] = v;",
-                   "(GCCAsmStmt)"},
+                   "the inline assembly the PTX instruction 'mov.f32 %0, %1'"},
         Unmodelled{"barrier_under_data_branch",
                    "if (x[t] > 0.0f) __syncthreads(); out[t] = x[t];",
                    "__syncthreads() under a data-dependent condition (by thread (0,0,0) "
@@ -734,4 +734,145 @@ TEST(CudaCooperativeGroups, TheGridOfAOneBlockLaunchIsItsBlock) {
   ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
   ASSERT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
   EXPECT_EQ(l->result.buffers["out"][3], l->inputs["x"][28]);
+}
+
+// --- views of another scalar type (issue 13) ----------------------------------
+
+namespace {
+// A kernel over float16 buffers x (two rows of eight) and out, of the test's
+// own, lifted; `body` runs with t = threadIdx.x (two threads).
+std::unique_ptr<Lifted> lift_halves(const std::string &name, const std::string &body,
+                                    const std::string &x_shape = "2,8") {
+  std::string path = scratch_kernel(
+      name, "#include <cuda_fp16.h>\n"
+            "union Pack { float4 v; __half h[8]; };\n"
+            "// shardproof: launch k grid=(1) block=(2)\n"
+            "// shardproof: arg x = float16[" +
+                x_shape +
+                "]\n"
+                "// shardproof: arg out = float16[2,8]\n"
+                "// shardproof: reference out = x\n"
+                "__global__ void k(const __half *x, __half *out) {\n"
+                "  int t = threadIdx.x;\n  " +
+                body + "\n}\n");
+  return lift_file(path, name);
+}
+
+// Whether out[i] is x[i] + x[i] for each i (x[i] alone where `twice` is false).
+void expect_out_is_x(Lifted &l, bool twice) {
+  ASSERT_FALSE(l.result.unsupported) << l.result.unsupported->message;
+  ASSERT_TRUE(l.result.findings.empty()) << l.result.findings[0].message;
+  const auto &x = l.inputs["x"];
+  for (std::size_t i = 0; i < 16; ++i) {
+    terms::DoubleEvaluator eval(l.store, [&](TermId var) {
+      return var == x[i] ? 1.5 : 100.0 + static_cast<double>(i);
+    });
+    EXPECT_EQ(eval(l.result.buffers["out"][i]), twice ? 3.0 : 1.5) << "out[" << i << "]";
+  }
+}
+} // namespace
+
+TEST(CudaViews, HalvesCopiedThroughFloat2AndUint4AreTheHalves) {
+  auto l = lift_halves("float2_uint4_copy",
+                       "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8));\n"
+                       "  uint4 w = reinterpret_cast<const uint4 *>(x)[t];\n"
+                       "  *((float2 *)(out + t * 8 + 4)) = *((const float2 *)(x + t * 8 + "
+                       "4));\n  reinterpret_cast<uint4 *>(out)[t] = w;");
+  expect_out_is_x(*l, false);
+}
+
+TEST(CudaViews, HalvesReadBackThroughAUnionOrAPointerToTheVector) {
+  auto l = lift_halves("union_read_back",
+                       "Pack p;\n  p.v = reinterpret_cast<const float4 *>(x)[t];\n"
+                       "  float4 q = reinterpret_cast<const float4 *>(x)[t];\n"
+                       "  const __half *h = reinterpret_cast<const __half *>(&q);\n"
+                       "  for (int i = 0; i < 8; ++i)\n"
+                       "    out[t * 8 + i] = __float2half(__half2float(p.h[i]) + "
+                       "__half2float(h[i]));");
+  expect_out_is_x(*l, true);
+}
+
+TEST(CudaViews, ArithmeticOnReinterpretedBitsIsNotModelledAndSaysWhere) {
+  auto l = lift_halves("bits_arithmetic",
+                       "float2 f = reinterpret_cast<const float2 *>(x)[t];\n"
+                       "  out[t] = __float2half(f.x * 2.0f);");
+  ASSERT_TRUE(l->result.unsupported);
+  EXPECT_EQ(l->result.unsupported->loc.line, 10);
+  EXPECT_NE(l->result.unsupported->message.find(
+                "on the bits of 2 float16 elements read as 'float' at "),
+            std::string::npos)
+      << l->result.unsupported->message;
+  EXPECT_NE(l->result.unsupported->message.find(
+                "(arithmetic on reinterpreted bits) at " + l->launch.loc.file + ":10:"),
+            std::string::npos)
+      << l->result.unsupported->message;
+}
+
+TEST(CudaViews, AMisalignedViewIsAFinding) {
+  auto l = lift_halves("misaligned_view",
+                       "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8 + 2));");
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  EXPECT_EQ(l->result.findings[0].kind, cuda::KernelFinding::Kind::OutOfBounds);
+  EXPECT_EQ(l->result.findings[0].message,
+            "misaligned access of x[2] ('*((const float2 *)(x + t * 8 + 2))') by thread "
+            "(0,0,0) of block (0,0,0): a 'float2' needs 8-byte alignment and element 2 "
+            "of the global float16 buffer starts at byte 4");
+}
+
+TEST(CudaViews, AViewStraddlingTheEndIsOutOfBounds) {
+  auto l = lift_halves("straddling_view",
+                       "reinterpret_cast<uint4 *>(out)[t] = "
+                       "reinterpret_cast<const uint4 *>(x)[t];",
+                       "12");
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  EXPECT_EQ(l->result.findings[0].kind, cuda::KernelFinding::Kind::OutOfBounds);
+  EXPECT_EQ(l->result.findings[0].message,
+            "out-of-bounds read of x[12] ('reinterpret_cast<const uint4 *>(x)[t]') by "
+            "thread (1,0,0) of block (0,0,0): the global buffer has 12 elements");
+}
+
+TEST(CudaViews, InlinePtxVectorLoadsAndAPredicatedZeroLoad) {
+  // DeepSpeed's load_global<16> with PTX: four 32-bit words into a uint4
+  // view of a local array of halves; the predicated form zeroes them.
+  auto l = lift_halves(
+      "ptx_loads",
+      "__half a[8], z[8];\n"
+      "  uint4 *d = reinterpret_cast<uint4 *>(a);\n"
+      "  asm volatile(\"ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];\\n\"\n"
+      "      : \"=r\"(d[0].x), \"=r\"(d[0].y), \"=r\"(d[0].z), \"=r\"(d[0].w)\n"
+      "      : \"l\"(x + t * 8));\n"
+      "  uint4 *e = reinterpret_cast<uint4 *>(z);\n"
+      "  asm volatile(\"{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %5, 0;\\n\\tmov.b32 %0, "
+      "0;\\n\\tmov.b32 %1, 0;\\n\\tmov.b32 %2, 0;\\n\\tmov.b32 %3, 0;\\n\\t@p "
+      "ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\\n}\\n\"\n"
+      "      : \"=r\"(e[0].x), \"=r\"(e[0].y), \"=r\"(e[0].z), \"=r\"(e[0].w)\n"
+      "      : \"l\"(x), \"r\"(0));\n"
+      "  uint4 *o = reinterpret_cast<uint4 *>(out + t * 8);\n"
+      "  for (int i = 0; i < 8; ++i) a[i] = __float2half(__half2float(a[i]) + "
+      "__half2float(z[i]));\n"
+      "  asm volatile(\"st.global.wb.v4.u32 [%0], {%1, %2, %3, %4};\\n\"\n"
+      "      :: \"l\"(o), \"r\"(d[0].x), \"r\"(d[0].y), \"r\"(d[0].z), \"r\"(d[0].w) : "
+      "\"memory\");");
+  expect_out_is_x(*l, false);
+}
+
+TEST(CudaHost, DeviceQueriesAnswerForTheReferenceDevice) {
+  std::string path = scratch_kernel("device_query", R"(#include <cuda_runtime.h>
+__global__ void k(float *out) {}
+void launch(float *out, int rows) {
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  int y = rows < prop.maxGridSize[1] ? rows : prop.maxGridSize[1];
+  k<<<dim3(sms, y), prop.warpSize>>>(out);
+}
+)");
+  auto parsed = cuda::parse_file(path, {}, {}, {"launch"});
+  ASSERT_TRUE(parsed.file) << parsed.error->message;
+  auto run = parsed.file->run_host("launch", {{"rows", 100000}});
+  ASSERT_EQ(run.end, cuda::HostRun::End::Returned) << run.why;
+  ASSERT_EQ(run.launches.size(), 1u);
+  EXPECT_EQ(run.launches[0].choice.grid, (std::array<int, 3>{132, 65535, 1}));
+  EXPECT_EQ(run.launches[0].choice.block, (std::array<int, 3>{32, 1, 1}));
 }

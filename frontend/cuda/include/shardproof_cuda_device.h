@@ -47,6 +47,12 @@ struct int2 {
 struct int4 {
   int x, y, z, w;
 };
+struct uint2 {
+  unsigned int x, y;
+};
+struct uint4 {
+  unsigned int x, y, z, w;
+};
 
 typedef struct CUstream_st *cudaStream_t;
 struct cudaDeviceProp {
@@ -54,9 +60,29 @@ struct cudaDeviceProp {
   int maxThreadsDim[3];
   int maxThreadsPerBlock;
   int multiProcessorCount;
+  int maxThreadsPerMultiProcessor;
   int warpSize;
+  size_t sharedMemPerBlock;
+  size_t sharedMemPerBlockOptin;
+  int major, minor;
 };
 typedef enum cudaError { cudaSuccess = 0, cudaErrorUnknown = 999 } cudaError_t;
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMaxGridDimX = 5,
+  cudaDevAttrMaxGridDimY = 6,
+  cudaDevAttrMaxGridDimZ = 7,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrWarpSize = 10,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
+extern "C" cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr,
+                                              int device);
 // The pre-9.2 launch API that clang looks up for <<<...>>> with -nocudainc.
 extern "C" int cudaConfigureCall(dim3 grid, dim3 block, size_t shared = 0,
                                  cudaStream_t stream = 0);
@@ -67,6 +93,7 @@ extern "C" cudaError_t cudaGetLastError(void);
 __SP_DEVICE void __syncwarp(unsigned mask = 0xffffffffu) {}
 __SP_DEVICE void __threadfence() {}
 __SP_DEVICE void __threadfence_block() {}
+__SP_DEVICE void __threadfence_system() {}
 #define __SP_SHUFFLE(T)                                                                  \
   __SP_DEVICE T __shfl_sync(unsigned mask, T var, int src, int width = 32) {             \
     return var;                                                                          \

@@ -32,6 +32,38 @@ struct BFloat16 {
   __host__ __device__ BFloat16(float value);
   __host__ __device__ operator float() const;
 };
+// PyTorch's arithmetic on 16-bit values (c10/util/Half-inl.h and
+// BFloat16-inl.h): computed in float, then rounded. T op T, T op int and
+// T op int64_t give T; T op float gives float, T op double double; -T is T;
+// the compound assignments store into their left operand's type. BFloat16
+// also compares. Declared only: the lifter models each as its operation
+// over the reals, as it models every 16-bit value (the rounding is not
+// modelled, the report says so).
+#define __SP_C10_OPERATOR(T, OP)                                                        \
+  C10_HOST_DEVICE T operator OP(const T &a, const T &b);                                \
+  C10_HOST_DEVICE T &operator OP##=(T &a, const T &b);                                  \
+  C10_HOST_DEVICE float operator OP(T a, float b);                                      \
+  C10_HOST_DEVICE float operator OP(float a, T b);                                      \
+  C10_HOST_DEVICE float &operator OP##=(float &a, const T &b);                          \
+  C10_HOST_DEVICE double operator OP(T a, double b);                                    \
+  C10_HOST_DEVICE double operator OP(double a, T b);                                    \
+  C10_HOST_DEVICE T operator OP(T a, int b);                                            \
+  C10_HOST_DEVICE T operator OP(int a, T b);                                            \
+  C10_HOST_DEVICE T operator OP(T a, int64_t b);                                        \
+  C10_HOST_DEVICE T operator OP(int64_t a, T b);
+#define __SP_C10_ARITHMETIC(T)                                                          \
+  __SP_C10_OPERATOR(T, +)                                                               \
+  __SP_C10_OPERATOR(T, -)                                                               \
+  __SP_C10_OPERATOR(T, *)                                                               \
+  __SP_C10_OPERATOR(T, /)                                                               \
+  C10_HOST_DEVICE T operator-(const T &a);
+__SP_C10_ARITHMETIC(Half)
+__SP_C10_ARITHMETIC(BFloat16)
+C10_HOST_DEVICE bool operator>(BFloat16 &lhs, BFloat16 &rhs);
+C10_HOST_DEVICE bool operator<(BFloat16 &lhs, BFloat16 &rhs);
+#undef __SP_C10_ARITHMETIC
+#undef __SP_C10_OPERATOR
+
 enum class ScalarType : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
 inline const char *toString(ScalarType) { return "ScalarType"; }
 using IntArrayRef = std::vector<int64_t>;
