@@ -46,7 +46,8 @@ std::optional<std::int64_t> device_property(std::string_view field) {
   return it->second;
 }
 
-std::optional<std::array<std::int64_t, 3>> device_property_triple(std::string_view field) {
+std::optional<std::array<std::int64_t, 3>>
+device_property_triple(std::string_view field) {
   if (field == "maxGridSize")
     return kMaxGridSize;
   if (field == "maxThreadsDim")

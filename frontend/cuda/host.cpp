@@ -536,7 +536,8 @@ private:
 
   // The variable a query's `&variable` argument names.
   HostValue &output(const clang::Expr *arg) {
-    const auto *address = llvm::dyn_cast<clang::UnaryOperator>(arg->IgnoreParenImpCasts());
+    const auto *address =
+        llvm::dyn_cast<clang::UnaryOperator>(arg->IgnoreParenImpCasts());
     if (!address || address->getOpcode() != clang::UO_AddrOf)
       not_followed(arg, "device query with an output that is not '&variable'");
     return variable(address->getSubExpr());
@@ -550,10 +551,10 @@ private:
       not_followed(attr, "device attribute that is not a cudaDevAttr enumerator");
     auto value = device_attribute(enumerator->getName());
     if (!value)
-      not_followed(attr, fmt::format("device attribute '{}', which the reference device "
-                                     "({}) does not give",
-                                     enumerator->getName().str(),
-                                     reference_device_name()));
+      not_followed(attr,
+                   fmt::format("device attribute '{}', which the reference device "
+                               "({}) does not give",
+                               enumerator->getName().str(), reference_device_name()));
     return HostValue::integer(*value);
   }
 

@@ -15,8 +15,8 @@
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Attr.h>
 #include <clang/AST/Expr.h>
-#include <clang/AST/RecordLayout.h>
 #include <clang/AST/ExprCXX.h>
+#include <clang/AST/RecordLayout.h>
 #include <clang/AST/Stmt.h>
 #include <clang/AST/StmtCXX.h>
 #include <clang/Lex/Lexer.h>
@@ -877,9 +877,9 @@ private:
     int fields = 0;
     for (const clang::FieldDecl *field : record->fields()) {
       clang::QualType type = field->getType().getCanonicalType();
-      if (!(type->isRealFloatingType() || type->isIntegerType() || is_sixteen_bit(type)) ||
-          field->isBitField() ||
-          (element && *element != type))
+      if (!(type->isRealFloatingType() || type->isIntegerType() ||
+            is_sixteen_bit(type)) ||
+          field->isBitField() || (element && *element != type))
         return 0;
       element = type;
       ++fields;
@@ -978,8 +978,8 @@ private:
       if (target.format != source.format)
         not_modelled(e, fmt::format("the copy '{}' of {} elements of {} into {} elements "
                                     "of {} (a reinterpretation)",
-                                    text_of(e), source.format, source.name,
-                                    target.format, target.name));
+                                    text_of(e), source.format, source.name, target.format,
+                                    target.name));
       std::int64_t n = stride_in(source, type, e);
       for (std::int64_t k = 0; k < n; ++k) {
         Value v = read_cell({nullptr, from[t].buffer, from[t].offset + k},
@@ -1270,7 +1270,8 @@ private:
 
   bool is_union(clang::QualType type) const {
     const auto *record = type.getCanonicalType()->getAsRecordDecl();
-    if (!record || !record->isUnion() || !record->getDefinition() || record->field_empty())
+    if (!record || !record->isUnion() || !record->getDefinition() ||
+        record->field_empty())
       return false;
     for (const clang::FieldDecl *field : record->fields()) {
       clang::QualType member = element_of(field->getType());
@@ -1295,7 +1296,8 @@ private:
   }
 
   // Gives `buffer` the format of the elements of `type`.
-  void set_format(Buffer &buffer, clang::QualType type, const ir::SourceLoc &where) const {
+  void set_format(Buffer &buffer, clang::QualType type,
+                  const ir::SourceLoc &where) const {
     clang::QualType element = element_of(type);
     auto format = scalar_format(context_, element);
     if (!format || bytes_of(element) == 0)
@@ -1348,8 +1350,8 @@ private:
     std::int64_t n = view_cells(buffers_[p.buffer], type, e);
     if (n == 0)
       return read_cell(p, t, e);
-    Bits bits{buffers_[p.buffer].format, type.getUnqualifiedType().getAsString(), loc(e),
-              {}};
+    Bits bits{
+        buffers_[p.buffer].format, type.getUnqualifiedType().getAsString(), loc(e), {}};
     for (std::int64_t k = 0; k < n; ++k)
       bits.elements.push_back(read_cell({nullptr, p.buffer, p.offset + k}, t, e));
     return Value::packed(std::move(bits));

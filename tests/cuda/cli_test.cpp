@@ -579,22 +579,25 @@ TEST(CudaCli, ABiasViewAVectorOffIsRefutedWithTheBiasElementThatLeaks) {
 TEST(CudaCli, AFloat2ViewIndexedInElementsReadsPastTheBuffer) {
   auto r = run_cli({"check", kernel("softmax_half_float2_vector_index.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/softmax_half_float2_vector_index.cu:14:20: "
-                         "error: out-of-bounds read of x[16] ('reinterpret_cast<const "
-                         "float2 *>(x)[row * 4]') by thread (1,0,0) of block (0,0,0): the "
-                         "global buffer has 16 elements [SP014]"))
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/softmax_half_float2_vector_index.cu:14:20: "
+                  "error: out-of-bounds read of x[16] ('reinterpret_cast<const "
+                  "float2 *>(x)[row * 4]') by thread (1,0,0) of block (0,0,0): the "
+                  "global buffer has 16 elements [SP014]"))
       << r.out;
 }
 
 TEST(CudaCli, AnUnnegatedC10HalfRotationIsRefutedAtTheKernelLine) {
   auto r = run_cli({"check", kernel("rope_half_c10_unnegated.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/rope_half_c10_unnegated.cu:20:5: error: the "
-                         "value kernel 'rope_half' writes here into dst[0,0] differs from "
-                         "the reference"))
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/rope_half_c10_unnegated.cu:20:5: error: the "
+                  "value kernel 'rope_half' writes here into dst[0,0] differs from "
+                  "the reference"))
       << r.out;
   EXPECT_TRUE(has(r.out, "    src[0,2] = 1\n    freqs[0] = 1\n")) << r.out;
-  EXPECT_TRUE(has(r.out, "  Rank 0: dst[0,0] = 0.841471  (should be -0.841471)")) << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: dst[0,0] = 0.841471  (should be -0.841471)"))
+      << r.out;
 }
 
 // --- cooperative groups --------------------------------------------------
@@ -611,12 +614,13 @@ TEST(CudaCli, TheCooperativeGroupsRmsNormIsProved) {
 TEST(CudaCli, ATileWhoseReductionTakesAnotherWidthsOffsetsIsRefuted) {
   auto r = run_cli({"check", kernel("cg_rms_norm_wrong_tile_width.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/cg_rms_norm_wrong_tile_width.cu:52:5: error: "
-                         "the value kernel 'rms_norm_tiles' writes here into out[0,0] "
-                         "differs from the reference 'x * torch.rsqrt(x.pow(2).mean(-1, "
-                         "keepdim=True) + eps) * weight' [SP012]\n"
-                         "  Example:\n    x[0,0] = 1\n    x[0,95] = 1\n    weight[0] = 1\n"
-                         "    every other input = 0\n"))
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/cg_rms_norm_wrong_tile_width.cu:52:5: error: "
+                  "the value kernel 'rms_norm_tiles' writes here into out[0,0] "
+                  "differs from the reference 'x * torch.rsqrt(x.pow(2).mean(-1, "
+                  "keepdim=True) + eps) * weight' [SP012]\n"
+                  "  Example:\n    x[0,0] = 1\n    x[0,95] = 1\n    weight[0] = 1\n"
+                  "    every other input = 0\n"))
       << r.out;
   // x[0,95] is summed by thread 31, lane 15 of the second tile: left out.
   EXPECT_TRUE(has(r.out, "  Rank 0: out[0,0] = 9.79326  (should be 6.92654)")) << r.out;
@@ -625,13 +629,14 @@ TEST(CudaCli, ATileWhoseReductionTakesAnotherWidthsOffsetsIsRefuted) {
 TEST(CudaCli, AMissingBlockSyncBetweenTheTilesPartialsIsARace) {
   auto r = run_cli({"check", kernel("cg_rms_norm_missing_sync.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:42:15: error: "
-                         "shared-memory race on partials[1]: thread (1,0,0) of block "
-                         "(0,0,0) reads it here and thread (16,0,0) of block (0,0,0) "
-                         "writes it at tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5 "
-                         "with no barrier between [SP013]\n"
-                         "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5: note: "
-                         "thread (16,0,0) of block (0,0,0) writes partials[1] here\n"))
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:42:15: error: "
+                  "shared-memory race on partials[1]: thread (1,0,0) of block "
+                  "(0,0,0) reads it here and thread (16,0,0) of block (0,0,0) "
+                  "writes it at tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5 "
+                  "with no barrier between [SP013]\n"
+                  "tests/cuda/kernels/cg_rms_norm_missing_sync.cu:38:5: note: "
+                  "thread (16,0,0) of block (0,0,0) writes partials[1] here\n"))
       << r.out;
 }
 

@@ -209,20 +209,22 @@ INSTANTIATE_TEST_SUITE_P(
     Constructs, CudaUnmodelled,
     ::testing::Values(
         Unmodelled{"switch", "switch (t) { default: out[t] = x[t]; }", "(SwitchStmt)"},
-        Unmodelled{"reinterpreted_bits", "out[t] = reinterpret_cast<const int *>(x)[t];",
-                   "'reinterpret_cast<const int *>(x)[t]' on the bits of 1 float32 element "
-                   "read as 'int' at "},
+        Unmodelled{
+            "reinterpreted_bits", "out[t] = reinterpret_cast<const int *>(x)[t];",
+            "'reinterpret_cast<const int *>(x)[t]' on the bits of 1 float32 element "
+            "read as 'int' at "},
         Unmodelled{"view_narrower_than_an_element",
                    "out[t] = reinterpret_cast<const unsigned short *>(x)[t];",
                    "(a view of 2 bytes of the 4-byte float32 elements of x, part of an "
                    "element)"},
         Unmodelled{"lambda", "auto f = [&](int i) { return x[i]; }; out[t] = f(t);",
                    "(LambdaExpr)"},
-        Unmodelled{"coalesced_group",
-                   "cooperative_groups::coalesced_threads().sync(); out[t] = x[t];",
-                   "the cooperative-groups call 'cooperative_groups::coalesced_threads()' "
-                   "(modelled: this_thread_block, tiled_partition of 1 to 32 threads, "
-                   "this_grid of a one-block launch, their members)"},
+        Unmodelled{
+            "coalesced_group",
+            "cooperative_groups::coalesced_threads().sync(); out[t] = x[t];",
+            "the cooperative-groups call 'cooperative_groups::coalesced_threads()' "
+            "(modelled: this_thread_block, tiled_partition of 1 to 32 threads, "
+            "this_grid of a one-block launch, their members)"},
         Unmodelled{"multi_warp_tile",
                    "auto b = cooperative_groups::this_thread_block(); auto g = "
                    "cooperative_groups::tiled_partition(b, 64); out[t] = x[t];",
@@ -743,18 +745,18 @@ namespace {
 // own, lifted; `body` runs with t = threadIdx.x (two threads).
 std::unique_ptr<Lifted> lift_halves(const std::string &name, const std::string &body,
                                     const std::string &x_shape = "2,8") {
-  std::string path = scratch_kernel(
-      name, "#include <cuda_fp16.h>\n"
-            "union Pack { float4 v; __half h[8]; };\n"
-            "// shardproof: launch k grid=(1) block=(2)\n"
-            "// shardproof: arg x = float16[" +
-                x_shape +
-                "]\n"
-                "// shardproof: arg out = float16[2,8]\n"
-                "// shardproof: reference out = x\n"
-                "__global__ void k(const __half *x, __half *out) {\n"
-                "  int t = threadIdx.x;\n  " +
-                body + "\n}\n");
+  std::string path =
+      scratch_kernel(name, "#include <cuda_fp16.h>\n"
+                           "union Pack { float4 v; __half h[8]; };\n"
+                           "// shardproof: launch k grid=(1) block=(2)\n"
+                           "// shardproof: arg x = float16[" +
+                               x_shape +
+                               "]\n"
+                               "// shardproof: arg out = float16[2,8]\n"
+                               "// shardproof: reference out = x\n"
+                               "__global__ void k(const __half *x, __half *out) {\n"
+                               "  int t = threadIdx.x;\n  " +
+                               body + "\n}\n");
   return lift_file(path, name);
 }
 
@@ -773,11 +775,12 @@ void expect_out_is_x(Lifted &l, bool twice) {
 } // namespace
 
 TEST(CudaViews, HalvesCopiedThroughFloat2AndUint4AreTheHalves) {
-  auto l = lift_halves("float2_uint4_copy",
-                       "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8));\n"
-                       "  uint4 w = reinterpret_cast<const uint4 *>(x)[t];\n"
-                       "  *((float2 *)(out + t * 8 + 4)) = *((const float2 *)(x + t * 8 + "
-                       "4));\n  reinterpret_cast<uint4 *>(out)[t] = w;");
+  auto l =
+      lift_halves("float2_uint4_copy",
+                  "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8));\n"
+                  "  uint4 w = reinterpret_cast<const uint4 *>(x)[t];\n"
+                  "  *((float2 *)(out + t * 8 + 4)) = *((const float2 *)(x + t * 8 + "
+                  "4));\n  reinterpret_cast<uint4 *>(out)[t] = w;");
   expect_out_is_x(*l, false);
 }
 
@@ -802,15 +805,16 @@ TEST(CudaViews, ArithmeticOnReinterpretedBitsIsNotModelledAndSaysWhere) {
                 "on the bits of 2 float16 elements read as 'float' at "),
             std::string::npos)
       << l->result.unsupported->message;
-  EXPECT_NE(l->result.unsupported->message.find(
-                "(arithmetic on reinterpreted bits) at " + l->launch.loc.file + ":10:"),
+  EXPECT_NE(l->result.unsupported->message.find("(arithmetic on reinterpreted bits) at " +
+                                                l->launch.loc.file + ":10:"),
             std::string::npos)
       << l->result.unsupported->message;
 }
 
 TEST(CudaViews, AMisalignedViewIsAFinding) {
-  auto l = lift_halves("misaligned_view",
-                       "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8 + 2));");
+  auto l =
+      lift_halves("misaligned_view",
+                  "*((float2 *)(out + t * 8)) = *((const float2 *)(x + t * 8 + 2));");
   ASSERT_EQ(l->result.findings.size(), 1u);
   EXPECT_EQ(l->result.findings[0].kind, cuda::KernelFinding::Kind::OutOfBounds);
   EXPECT_EQ(l->result.findings[0].message,
