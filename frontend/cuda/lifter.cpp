@@ -22,6 +22,7 @@
 #include <clang/Lex/Lexer.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cstdlib>
@@ -2254,15 +2255,12 @@ private:
   // its _XOR, _UP and _DOWN (ATen/cuda/DeviceUtils.cuh): the intrinsics
   // they call, their arguments in ATen's order.
   static std::optional<Shuffle> aten_shuffle_kind(std::string_view name) {
-    if (name == "WARP_SHFL")
-      return Shuffle::Idx;
-    if (name == "WARP_SHFL_XOR")
-      return Shuffle::Xor;
-    if (name == "WARP_SHFL_UP")
-      return Shuffle::Up;
-    if (name == "WARP_SHFL_DOWN")
-      return Shuffle::Down;
-    return std::nullopt;
+    if (!name.starts_with("WARP_SHFL"))
+      return std::nullopt;
+    std::string suffix(name.substr(9)); // "", "_XOR", "_UP", "_DOWN"
+    for (char &c : suffix)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return shuffle_kind("__shfl" + suffix + "_sync");
   }
 
   Values aten_shuffle(const clang::CallExpr *call, const std::string &name, Shuffle kind,
