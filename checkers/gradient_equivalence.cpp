@@ -58,7 +58,15 @@ private:
     ob.layout = Layout{Layout::Kind::Replicated};
     ob.must_agree = true;
     ob.value = std::move(*value);
-    check_value(context, ob);
+    prove_as_lemma(context, ob);
+  }
+
+  // A proved gradient (or norm) is a lemma for what the step computes from
+  // it: the norm sums the gradients' squares, the step scales them by the
+  // clipping coefficient, and both stay small with them abstracted.
+  static void prove_as_lemma(CheckContext &context, const ValueObligation &ob) {
+    if (check_value(context, ob))
+      context.lemmas.add(ob.value, ob.layout, ob.name);
   }
 
   void check_gradient(CheckContext &context, const ir::Output &ref_out) {
@@ -126,7 +134,10 @@ private:
     ob.name = fmt::format("{}: '{}' is {}", stepped ? "step" : "gradient",
                           ref_out.subject, ob.layout.str());
     ob.value = std::move(*value);
-    check_value(context, ob);
+    if (stepped)
+      check_value(context, ob);
+    else
+      prove_as_lemma(context, ob);
   }
 };
 } // namespace

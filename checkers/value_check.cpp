@@ -717,13 +717,15 @@ prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
   return context.prover.prove(store, eq.lhs, eq.rhs);
 }
 
-void check_value(CheckContext &context, const ValueObligation &ob) {
+bool check_value(CheckContext &context, const ValueObligation &ob) {
   auto &store = context.store;
   LayoutEquation eq = layout_equation(store, ob.value, ob.layout);
   prover::Verdict verdict = prove_layout(context, eq, ob.name);
   if (verdict.kind == prover::Verdict::Kind::Refuted)
     report_refutation(context, ob, eq, verdict);
+  bool proved = verdict.kind == prover::Verdict::Kind::Proved;
   context.obligations.push_back({ob.name, ob.loc, std::move(verdict)});
+  return proved;
 }
 
 } // namespace shardproof::checkers

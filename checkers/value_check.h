@@ -33,8 +33,8 @@ prover::Verdict prove_layout(CheckContext &context, const LayoutEquation &eq,
                              const std::string &obligation);
 
 // Proves the obligation and records the verdict; a refutation also becomes a
-// finding.
-void check_value(CheckContext &context, const ValueObligation &obligation);
+// finding. Returns whether it was proved.
+bool check_value(CheckContext &context, const ValueObligation &obligation);
 
 // The value of `ref_out`'s path on each of `members` (global ranks, in
 // order), or nullopt after reporting `missing_rule` when one lacks it.

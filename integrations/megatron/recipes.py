@@ -184,11 +184,22 @@ def _step(model, inputs, layout):
                 torch.distributed.all_reduce(p.grad, group=group)
 
     def loss(out):
-        out = out[0] if isinstance(out, tuple) else out  # (output, bias) layers
+        out = _biased(out)
         return (out * out).sum()
 
     return {"model": model, "inputs": _activations(inputs), "loss": loss,
             "finalize_grads": finalize_grads, "tensor_parallel_group": group}
+
+
+def _biased(out):
+    """A layer's output as the layer after it reads it: (output, bias) layers
+    (skip_bias_add) leave the bias to the next bias-dropout-add, which adds it,
+    so its gradient is not a constant zero."""
+    if not isinstance(out, tuple):
+        return out
+    if len(out) > 1 and isinstance(out[1], torch.Tensor):
+        return out[0] + out[1]
+    return out[0]
 
 
 def _activations(inputs):
@@ -442,7 +453,8 @@ def _data_parallel_slice(x, dim):
     return x.chunk(size, dim=dim)[parallel_state.get_data_parallel_rank()]
 
 
-def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_loss=False):
+def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_loss=False,
+              distributed_optimizer=False):
     """`step` (an entry dict from _step) with its model wrapped in Megatron's
     DistributedDataParallel, its input cut to this rank's slice of the batch,
     a loss that is the mean over the batch of each sample's (out * out).sum(),
@@ -461,10 +473,14 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_
     `per_token_loss` is Megatron's calculate_per_token_loss: the loss is the
     sum over this rank's tokens, DDP does not scale, and finalize_model_grads
     divides every gradient by the global token count (this rank's tokens,
-    summed over the data- and context-parallel ranks by the tree itself)."""
+    summed over the data- and context-parallel ranks by the tree itself).
+
+    `distributed_optimizer`: the grad buffers laid out for Megatron's
+    DistributedOptimizer, which finalize_model_grads then reduce-scatters."""
     from megatron.core import distributed
     ddp_class = _component(distributed, "DistributedDataParallel")
-    options = dict(overlap_grad_reduce=False, use_distributed_optimizer=False)
+    options = dict(overlap_grad_reduce=False,
+                   use_distributed_optimizer=bool(distributed_optimizer))
     if average_in_collective:
         options["average_in_collective"] = True
     finalize_model_grads = _component(distributed, "finalize_model_grads")
@@ -493,7 +509,7 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_
     tokens = []  # this rank's token count, for per_token_loss
 
     def loss(out):
-        out = out[0] if isinstance(out, tuple) else out  # (output, bias) layers
+        out = _biased(out)
         if per_token_loss:
             tokens.append(_tokens_of(out, batch_dim, config.sequence_parallel))
             return (out * out).sum()
@@ -554,6 +570,78 @@ def mlp_ddp():
 
 
 mlp_ddp_avg = variant(mlp_ddp, average_in_collective=1)
+
+
+# ---- The optimizer: gradient norm, clipping and the step ----
+
+
+@options(optimizer=("adam", "sgd"), clip=(1, 0))
+def mlp_optimizer():
+    """mlp_ddp trained one step by the tree's own optimizer, built by
+    get_megatron_optimizer as training does (fp32, SGD or Adam): after
+    finalize_model_grads, the gradient norm it computes for clipping (over
+    the gradients that are not tensor-parallel duplicates, summed over the
+    model-parallel group), clipping at 1.0 (`clip`), and the step, whose
+    updated parameters are checked against the reference's."""
+    step = _mlp(gated=False, bias=True)
+    step = _ddp_step(step, step["model"].config)
+    return _optimizer_step(step, option("optimizer"), clip=1.0 if option("clip") else 0.0)
+
+
+def mlp_optimizer_norm_with_duplicates():
+    """The twin: mlp_optimizer with the norm counting every gradient on every
+    tensor-parallel rank (the tree's param_is_not_tensor_parallel_duplicate
+    answering yes for all, as a norm that forgets the replicated biases are
+    copies does): the replicated fc2 bias is counted tp times, so the norm,
+    the clipping and every stepped parameter are refuted (SP006)."""
+    step = mlp_optimizer()
+    from megatron.core import tensor_parallel
+    tensor_parallel.param_is_not_tensor_parallel_duplicate = lambda *args, **kwargs: True
+    return step
+
+
+def _fused_multi_tensor_ops():
+    """Megatron computes the norm and scales gradients with Transformer
+    Engine's (or apex's) multi-tensor kernels, as a training install has
+    them; without either, its fallback reads the norm as a Python float.
+    The recipe gives the optimizer modules shardproof's models of those
+    kernels (models/python/shardproof_accelerators.py)."""
+    import importlib
+    import shardproof_accelerators
+    modules = []
+    for name in ("clip_grads", "optimizer", "distrib_optimizer"):
+        try:
+            modules.append(importlib.import_module(f"megatron.core.optimizer.{name}"))
+        except ImportError:
+            pass
+    shardproof_accelerators.install_multi_tensor_ops(*modules)
+
+
+def _optimizer_step(step, kind, clip, distributed_optimizer=False):
+    """`step` (an entry dict from _ddp_step) with grad_norm and step from the
+    tree's get_megatron_optimizer: the norm the optimizer computes (and
+    clips by when `clip` > 0), then its step with the gradients ready."""
+    from megatron.core import optimizer as optimizer_module
+    _fused_multi_tensor_ops()
+    config_class = _component(optimizer_module, "OptimizerConfig")
+    fields = dict(optimizer=kind, lr=0.5, weight_decay=0.0, clip_grad=clip,
+                  use_distributed_optimizer=distributed_optimizer)
+    missing = [k for k in fields if not _accepts(config_class, k)]
+    if missing:
+        raise ComponentAbsent(f"this Megatron tree's OptimizerConfig has no {missing[0]}")
+    config = config_class(**fields)
+    optimizer = _component(optimizer_module, "get_megatron_optimizer")(config, [step["model"]])
+    for name in ("prepare_grads", "step_with_ready_grads"):
+        if not hasattr(optimizer, name):
+            raise ComponentAbsent(f"this Megatron tree's optimizer has no {name}")
+
+    def grad_norm():
+        optimizer.prepare_grads()
+        if clip > 0:
+            return optimizer.clip_grad_norm(clip)
+        return optimizer.get_grad_norm()
+
+    return dict(step, grad_norm=grad_norm, step=optimizer.step_with_ready_grads)
 
 
 def mlp_dp():
@@ -1632,6 +1720,7 @@ SCAN = [
     *covering(mlp, TP2),
     *covering(mlp_ddp, ("tp=1,dp=2,sp=0", "tp=2,sp=0", "tp=2,dp=2,sp=1", "tp=1,cp=2,sp=0"),
               _one_way_to_average),
+    *covering(mlp_optimizer, ("tp=2,sp=0", "tp=2,dp=2,sp=1")),
     *covering(vocab_parallel_cross_entropy, TP2),
     *covering(self_attention, TP2, _within_proof_budget),
     *covering(transformer_layer, TP2, _within_proof_budget),

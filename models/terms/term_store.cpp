@@ -318,6 +318,12 @@ TermId TermStore::add(std::span<const TermId> args) {
 TermId TermStore::mul(TermId a, TermId b) {
   if (auto e = extended_mul(a, b))
     return *e;
+  // sqrt(x) * sqrt(x) = x where x >= 0 (a norm squared back to its sum of
+  // squares); where x < 0 both sides differ (sqrt gives NaN), so not then.
+  if (a == b && nodes_[a].op == Op::App &&
+      static_cast<Fn>(nodes_[a].payload) == Fn::Sqrt &&
+      provably_nonnegative(*this, nodes_[a].args[0]))
+    return nodes_[a].args[0];
   if (is_const(a) && is_const(b))
     return constant(const_value(a) * const_value(b));
   if (a == zero_ || b == zero_)
@@ -606,6 +612,51 @@ bool provably_positive(const TermStore &store, TermId t,
   if (memo)
     (*memo)[t] = result;
   return result;
+}
+
+namespace {
+// A product is a square when each of its factors occurs an even number of
+// times (x * x, x * y * x * y); its sign is then never negative.
+bool is_square(const Node &n) {
+  std::unordered_map<TermId, int> count;
+  for (TermId a : n.args)
+    ++count[a];
+  return std::all_of(count.begin(), count.end(),
+                     [](const auto &entry) { return entry.second % 2 == 0; });
+}
+} // namespace
+
+bool provably_nonnegative(const TermStore &store, TermId t) {
+  const Node &n = store.node(t);
+  auto all_nonnegative = [&] {
+    return std::all_of(n.args.begin(), n.args.end(),
+                       [&](TermId a) { return provably_nonnegative(store, a); });
+  };
+  switch (n.op) {
+  case Op::Const:
+    return store.const_value(t) >= 0;
+  case Op::App:
+    switch (static_cast<Fn>(n.payload)) {
+    case Fn::Exp:
+    case Fn::Sigmoid:
+    case Fn::Relu:
+      return true;
+    case Fn::Sqrt:
+      return all_nonnegative();
+    default:
+      return false;
+    }
+  case Op::Mul:
+    return is_square(n) || all_nonnegative();
+  case Op::Add:
+  case Op::Inv:
+    return all_nonnegative();
+  case Op::Max:
+    return std::any_of(n.args.begin(), n.args.end(),
+                       [&](TermId a) { return provably_nonnegative(store, a); });
+  default:
+    return false;
+  }
 }
 
 } // namespace shardproof::terms

@@ -206,4 +206,10 @@ std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId>
 bool provably_positive(const TermStore &store, TermId t,
                        std::unordered_map<TermId, bool> *memo = nullptr);
 
+// True where `t` is >= 0 for every value of its variables: what
+// provably_positive accepts, zero, a square (a product with every factor
+// twice), relu, the square root of such, and sums, products, inverses and
+// maxima of such (a sum of squared gradients). False means unknown.
+bool provably_nonnegative(const TermStore &store, TermId t);
+
 } // namespace shardproof::terms

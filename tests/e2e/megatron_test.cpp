@@ -34,7 +34,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "vocab_parallel_cross_entropy_sp", "self_attention",
                       "self_attention_sp", "transformer_layer", "transformer_layer_sp",
                       "gpt_model", "gpt_model_sp", "moe_layer_replay",
-                      "moe_layer_replay_allgather"));
+                      "moe_layer_replay_allgather", "mlp_optimizer"));
 
 namespace {
 // tests/upstream/bugs.toml as JSON (Python's tomllib reads it).
@@ -116,7 +116,8 @@ TEST_P(MegatronConfigurations, CheckedAtTheirSizesOrRefusedByTheTree) {
   std::vector<std::string> args{"check", root, "--framework", "megatron", "--entry"};
   args.insert(args.end(), GetParam().arguments.begin(), GetParam().arguments.end());
   auto r = run_cli(args);
-  EXPECT_NE((r.out + r.err).find(GetParam().expected), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find(GetParam().expected), std::string::npos)
+      << r.out << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -126,10 +127,10 @@ INSTANTIATE_TEST_SUITE_P(
         Configuration{{"transformer_layer", "--tp", "4", "--sp"}, "--world 4: proved ("},
         Configuration{{"moe_layer_replay", "--tp", "2", "--ep", "2", "--sp"},
                       "--world 4: proved ("},
-        Configuration{{"vocab_parallel_cross_entropy", "--tp", "4"}, "--world 4: proved ("},
-        // Two pipeline stages of two tensor-parallel ranks each.
-        Configuration{{"gpt_model_pp", "--tp", "2", "--pp", "2"},
+        Configuration{{"vocab_parallel_cross_entropy", "--tp", "4"},
                       "--world 4: proved ("},
+        // Two pipeline stages of two tensor-parallel ranks each.
+        Configuration{{"gpt_model_pp", "--tp", "2", "--pp", "2"}, "--world 4: proved ("},
         // Fewer key-value groups than tensor-parallel ranks (each rank
         // holds a copy of the one group).
         Configuration{{"self_attention", "--tp", "2", "--option", "kv_groups=1"},
@@ -184,5 +185,22 @@ TEST(MegatronPipeline, WithoutTheEmbeddingGradReductionIsRefuted) {
       << r.out;
   EXPECT_TRUE(r.out.find("[SP006]") != std::string::npos ||
               r.out.find("[SP007]") != std::string::npos)
+      << r.out;
+}
+
+// The optimizer's gradient norm: counting the replicated bias on every
+// tensor-parallel rank makes the norm, the clipping and so the step wrong.
+TEST(MegatronOptimizer, ANormCountingDuplicatesIsRefuted) {
+  if (!std::getenv("MEGATRON_ROOT"))
+    GTEST_SKIP() << "set MEGATRON_ROOT to a Megatron-LM checkout to run this";
+  auto r = run_cli(
+      {"check", "integrations/megatron/recipes.py::mlp_optimizer_norm_with_duplicates",
+       "--world", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("refuted: grad_norm: the norm is replicated"), std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find("the gradient norm differs from the single-device reference [SP006]"),
+      std::string::npos)
       << r.out;
 }

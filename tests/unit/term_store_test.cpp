@@ -78,3 +78,33 @@ TEST(TermStore, ProvablyPositiveOnlyWhereEveryValueIs) {
   EXPECT_FALSE(provably_positive(s, s.sub(ex, ey)));      // either sign
   EXPECT_FALSE(provably_positive(s, s.app(Fn::Tanh, x))); // either sign
 }
+
+TEST(TermStore, ProvablyNonnegativeOnlyWhereEveryValueIs) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId sum_of_squares = s.add(s.mul(x, x), s.mul(y, y));
+  EXPECT_TRUE(provably_nonnegative(s, sum_of_squares));
+  EXPECT_TRUE(provably_nonnegative(s, s.app(Fn::Sqrt, sum_of_squares)));
+  EXPECT_TRUE(provably_nonnegative(s, s.zero()));
+  EXPECT_TRUE(provably_nonnegative(s, s.app(Fn::Relu, x)));
+  EXPECT_TRUE(provably_nonnegative(s, s.max(x, s.zero())));
+  EXPECT_FALSE(provably_nonnegative(s, x));                        // any sign
+  EXPECT_FALSE(provably_nonnegative(s, s.mul(x, y)));              // either sign
+  EXPECT_FALSE(provably_nonnegative(s, s.neg(s.mul(x, x))));       // never positive
+  EXPECT_FALSE(provably_nonnegative(s, s.app(Fn::Sqrt, x)));       // NaN where x < 0
+  EXPECT_FALSE(provably_nonnegative(s, s.sub(sum_of_squares, x))); // either sign
+}
+
+// A norm squared is its sum of squares again (a gradient norm all-reduced
+// as its square), but only where the root's argument cannot be negative:
+// there sqrt gives NaN, whose square is no real number.
+TEST(TermStore, ASquaredSquareRootIsItsNonnegativeArgument) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId sum_of_squares = s.add(s.mul(x, x), s.mul(y, y));
+  TermId norm = s.app(Fn::Sqrt, sum_of_squares);
+  EXPECT_EQ(s.mul(norm, norm), sum_of_squares);
+  TermId root_of_x = s.app(Fn::Sqrt, x);
+  EXPECT_NE(s.mul(root_of_x, root_of_x), x);
+  EXPECT_NE(s.mul(norm, s.app(Fn::Sqrt, s.add(sum_of_squares, x))), sum_of_squares);
+}
