@@ -9,6 +9,7 @@
 #include "frontend/cuda/groups.h"
 #include "frontend/cuda/memory.h"
 #include "frontend/cuda/ptx.h"
+#include "frontend/cuda/ranks.h"
 #include "frontend/cuda/views.h"
 #include "frontend/cuda/warp.h"
 
@@ -26,6 +27,7 @@
 #include <charconv>
 #include <climits>
 #include <cstdlib>
+#include <tuple>
 #include <unordered_map>
 
 namespace shardproof::frontend::cuda {
@@ -33,8 +35,9 @@ namespace shardproof::frontend::cuda {
 using terms::TermId;
 
 std::string ThreadId::str() const {
-  return fmt::format("thread ({},{},{}) of block ({},{},{})", thread[0], thread[1],
-                     thread[2], block[0], block[1], block[2]);
+  return fmt::format("thread ({},{},{}) of block ({},{},{}){}", thread[0], thread[1],
+                     thread[2], block[0], block[1], block[2],
+                     rank < 0 ? "" : fmt::format(" of rank {}", rank));
 }
 
 namespace {
@@ -92,11 +95,10 @@ public:
     LiftedLaunch lifted;
     try {
       bind_buffers(inputs);
-      auto parameters = kernel_arguments(kernel);
-      for (int bz = 0; bz < launch_.grid[2]; ++bz)
-        for (int by = 0; by < launch_.grid[1]; ++by)
-          for (int bx = 0; bx < launch_.grid[0]; ++bx)
-            run_block({bx, by, bz}, kernel, parameters);
+      if (launch_.ranks > 0)
+        run_ranks(kernel);
+      else
+        run_blocks(kernel);
     } catch (const NotModelled &e) {
       lifted.unsupported = Diagnostic{e.loc, e.what};
     } catch (const FindingRecorded &) {
@@ -105,17 +107,20 @@ public:
     for (const KernelArg &arg : launch_.args) {
       if (!arg.is_buffer() || arg.is_concrete())
         continue;
-      const Buffer &buffer = buffers_[buffer_of_.at(arg.name)];
       std::vector<TermId> &out = lifted.buffers[arg.name];
-      for (const Value &cell : buffer.cells) {
-        // Never a term read from a value that is not one (fail closed).
-        if (cell.kind != Value::Kind::Float && !lifted.unsupported)
-          lifted.unsupported = Diagnostic{
-              launch_.loc, fmt::format("{}[{}] holds no real value after the launch",
-                                       arg.name, out.size())};
-        out.push_back(cell.term);
+      auto &writes = lifted.writes[arg.name];
+      for (int b : buffers_of(arg)) { // one per rank, in rank order
+        const Buffer &buffer = buffers_[b];
+        for (const Value &cell : buffer.cells) {
+          // Never a term read from a value that is not one (fail closed).
+          if (cell.kind != Value::Kind::Float && !lifted.unsupported)
+            lifted.unsupported = Diagnostic{
+                launch_.loc, fmt::format("{}[{}] holds no real value after the launch",
+                                         arg.name, out.size())};
+          out.push_back(cell.term);
+        }
+        writes.insert(writes.end(), buffer.writes.begin(), buffer.writes.end());
       }
-      lifted.writes[arg.name] = buffer.writes;
     }
     return lifted;
   }
@@ -132,18 +137,29 @@ private:
         throw NotModelled{arg.loc, fmt::format("integer buffer '{}' is not modelled "
                                                "(its contents would have to be concrete)",
                                                arg.name)};
-      Buffer buffer;
-      buffer.name = arg.name;
-      if (arg.is_concrete()) { // a profile's mask: integers as given
-        for (std::int64_t v : arg.concrete)
-          buffer.cells.push_back(Value::integer(v));
-        buffer_of_[arg.name] = new_buffer(std::move(buffer));
-        continue;
-      }
-      for (TermId t : inputs.at(arg.name))
-        buffer.cells.push_back(Value::real(t));
-      buffer_of_[arg.name] = new_buffer(std::move(buffer));
+      for (int rank = arg.per_rank ? 0 : -1; rank < (arg.per_rank ? launch_.ranks : 0);
+           ++rank)
+        bind_buffer(arg, rank, inputs);
     }
+    bind_pointer_tables();
+  }
+
+  // `arg`'s buffer (of `rank`, -1 for one shared by all): a per-rank
+  // buffer's inputs are the rank's row of the stacked ones.
+  void bind_buffer(const KernelArg &arg, int rank,
+                   const std::map<std::string, std::vector<TermId>> &inputs) {
+    Buffer buffer;
+    buffer.name = rank < 0 ? arg.name : fmt::format("{}[{}]", arg.name, rank);
+    if (arg.is_concrete()) { // a profile's mask, flags: integers as given
+      for (std::int64_t v : arg.concrete)
+        buffer.cells.push_back(Value::integer(v));
+    } else {
+      const std::vector<TermId> &given = inputs.at(arg.name);
+      std::size_t n = given.size() / (rank < 0 ? 1 : launch_.ranks);
+      for (std::size_t k = 0; k < n; ++k)
+        buffer.cells.push_back(Value::real(given[std::max(rank, 0) * n + k]));
+    }
+    buffer_of_[buffer_key(arg.name, rank)] = new_buffer(std::move(buffer));
   }
 
   int new_buffer(Buffer buffer) {
@@ -158,7 +174,7 @@ private:
   }
 
   std::vector<std::pair<const clang::ParmVarDecl *, Value>>
-  kernel_arguments(const clang::FunctionDecl &kernel) {
+  kernel_arguments(const clang::FunctionDecl &kernel, int rank = -1) {
     std::vector<std::pair<const clang::ParmVarDecl *, Value>> out;
     for (const clang::ParmVarDecl *param : kernel.parameters()) {
       std::string name = param->getNameAsString();
@@ -169,6 +185,10 @@ private:
                                       "'// shardproof: arg {} = ...' annotation",
                                       name, name)};
       clang::QualType type = param->getType().getCanonicalType();
+      if (arg->is_rank || arg->is_pointer_table()) {
+        out.emplace_back(param, rank_argument(*arg, param, rank));
+        continue;
+      }
       if (arg->is_buffer() != type->isPointerType())
         throw NotModelled{arg->loc,
                           fmt::format("arg '{}' is annotated as a {} but "
@@ -176,10 +196,10 @@ private:
                                       name, arg->is_buffer() ? "buffer" : "scalar",
                                       param->getType().getAsString())};
       if (arg->is_buffer()) {
-        check_element_type(*arg, param);
-        set_format(buffers_[buffer_of_.at(name)], param->getType()->getPointeeType(),
-                   arg->loc);
-        out.emplace_back(param, Value::pointer(buffer_of_.at(name), 0));
+        check_element_type(*arg, param->getType()->getPointeeType(), param);
+        int buffer = buffer_of_.at(buffer_key(name, arg->per_rank ? rank : -1));
+        set_format(buffers_[buffer], param->getType()->getPointeeType(), arg->loc);
+        out.emplace_back(param, Value::pointer(buffer, 0));
       } else if (type->isIntegerType())
         out.emplace_back(param, Value::integer(wrap(integer_scalar(*arg), type)));
       else if (type->isRealFloatingType())
@@ -196,8 +216,9 @@ private:
 
   // A buffer's elements are what the annotation says: a real type of its
   // width (float32: float; float16: __half; bfloat16: __nv_bfloat16).
-  void check_element_type(const KernelArg &arg, const clang::ParmVarDecl *param) const {
-    clang::QualType element = param->getType()->getPointeeType().getCanonicalType();
+  void check_element_type(const KernelArg &arg, clang::QualType element,
+                          const clang::ParmVarDecl *param) const {
+    element = element.getCanonicalType();
     if (arg.is_concrete()) {
       if (!element->isIntegerType())
         throw NotModelled{arg.loc, fmt::format("integer buffer '{}' is passed to the "
@@ -275,7 +296,7 @@ private:
 
   ThreadId thread_id(int t) const {
     int bx = launch_.block[0], by = launch_.block[1];
-    return {block_, {t % bx, (t / bx) % by, t / (bx * by)}};
+    return {block_, {t % bx, (t / bx) % by, t / (bx * by)}, rank_};
   }
 
   void step(const clang::Stmt *s) {
@@ -506,6 +527,7 @@ private:
                  const Mask &on, bool body_first) {
     Mask looping = on;
     for (bool first = true;; first = false) {
+      std::uint64_t writes = writes_;
       if (!(first && body_first) && cond) {
         Values c = eval(cond, looping);
         for (std::size_t t = 0; t < on.size(); ++t)
@@ -515,6 +537,7 @@ private:
       looping = live(looping);
       if (!any(looping))
         return;
+      Mask entered = looping;
       exec(body, looping);
       for (std::size_t t = 0; t < on.size(); ++t) {
         if (!looping[t])
@@ -530,6 +553,8 @@ private:
       looping = live(looping);
       if (inc)
         eval(inc, looping);
+      if (writes_ == writes && looping == entered && !(first && body_first))
+        wait_for_peers(cond ? static_cast<const clang::Stmt *>(cond) : body, looping);
     }
   }
 
@@ -1114,6 +1139,7 @@ private:
   }
 
   void write_cell(const Place &p, const Value &v, int t, const clang::Expr *e) {
+    ++writes_;
     Buffer &buffer = access(p, t, true, e);
     buffer.cells[p.offset] = v;
     buffer.writes[p.offset] = ElementWrite{loc(e), thread_id(t)};
@@ -1140,6 +1166,7 @@ private:
   // view may cover other elements than one of the buffer's.
   void store(const std::vector<Place> &places, const Values &values, const Mask &on,
              const clang::Expr *e, std::optional<clang::QualType> type = {}) {
+    ++writes_;
     for (std::size_t t = 0; t < on.size(); ++t) {
       if (!on[t])
         continue;
@@ -1461,12 +1488,14 @@ private:
                       const clang::Expr *e) {
     auto [unit, unit_phase] = syncs_.unit(t);
     Access now{block_serial_, t, phase_, unit, unit_phase, atomic, loc(e), thread_id(t)};
-    if (auto race = record_access(buffer, i, now, write))
+    if (auto race = recorded_access(buffer, i, now, write, e))
       report_race(buffer, i, now, write, race->other, race->other_write);
   }
 
   [[noreturn]] void report_race(const Buffer &buffer, std::int64_t i, const Access &now,
                                 bool write, const Access &other, bool other_write) {
+    if (other.id.rank != now.id.rank)
+      report_cross_rank_race(buffer, i, now, write, other, other_write);
     std::string who = other.id.str();
     findings_.push_back(
         {KernelFinding::Kind::SharedMemoryRace, now.loc,
@@ -1878,7 +1907,10 @@ private:
       lane_barrier(call, on, kWarpSize, "__syncwarp()");
       return Values(on.size());
     }
-    if (name == "__threadfence" || name == "__threadfence_block")
+    if (name == "__threadfence" || name == "__threadfence_system")
+      fence(on, name == "__threadfence_system");
+    if (name == "__threadfence" || name == "__threadfence_block" ||
+        name == "__threadfence_system")
       return Values(on.size()); // lockstep threads already see each other's writes
     if (name == "__builtin_inff" || name == "__builtin_inf" ||
         name == "__builtin_huge_valf")
@@ -2189,9 +2221,8 @@ private:
                std::string_view what = "__syncthreads()") {
     for (std::size_t t = 0; t < on.size(); ++t)
       if (on[t] && !threads_[t].guards.empty())
-        not_modelled(call, fmt::format("{} under a data-dependent condition (by {})", what,
-                                       thread_id(static_cast<int>(t)).str()));
-
+        not_modelled(call, fmt::format("{} under a data-dependent condition (by {})",
+                                       what, thread_id(static_cast<int>(t)).str()));
     auto first = std::find(on.begin(), on.end(), 1) - on.begin();
     for (std::size_t t = 0; t < on.size(); ++t) {
       bool exited = threads_[t].flow == Flow::Returned && threads_[t].frames.size() == 1;
@@ -2306,6 +2337,7 @@ private:
   // atomicAdd(address, v): read-modify-write, one thread after another (the
   // sum's order does not matter over the reals); atomics do not race.
   Values atomic_add(const clang::CallExpr *call, const Mask &on) {
+    ++writes_;
     Values address = eval(call->getArg(0), on), value = eval(call->getArg(1), on);
     Values out(on.size());
     for (std::size_t t = 0; t < on.size(); ++t) {
@@ -2693,6 +2725,167 @@ private:
     return out;
   }
 
+  // --- one launch, or one per rank (ranks.h) -----------------------------------
+
+  void run_blocks(const clang::FunctionDecl &kernel) {
+    auto parameters = kernel_arguments(kernel);
+    for (int bz = 0; bz < launch_.grid[2]; ++bz)
+      for (int by = 0; by < launch_.grid[1]; ++by)
+        for (int bx = 0; bx < launch_.grid[0]; ++bx)
+          run_block({bx, by, bz}, kernel, parameters);
+  }
+
+  // Each block of each rank's launch is a unit; units run one at a time
+  // until they finish or wait in a spin loop (wait_for_peers).
+  void run_ranks(const clang::FunctionDecl &kernel) {
+    std::vector<std::vector<std::pair<const clang::ParmVarDecl *, Value>>> parameters;
+    for (int rank = 0; rank < launch_.ranks; ++rank)
+      parameters.push_back(kernel_arguments(kernel, rank));
+    auto [gx, gy, gz] = launch_.grid;
+    int blocks = gx * gy * gz;
+    RankOrder order(launch_.ranks, blocks);
+    UnitScheduler scheduler;
+    order_ = &order;
+    scheduler_ = &scheduler;
+    auto unit_body = [&](int unit) {
+      unit_ = unit;
+      rank_ = order.rank_of(unit);
+      order.enter(unit);
+      int b = unit % blocks;
+      run_block({b % gx, b / gx % gy, b / (gx * gy)}, kernel, parameters[rank_]);
+    };
+    try {
+      scheduler.run(launch_.ranks * blocks, unit_body, [this] { return writes_; });
+    } catch (...) {
+      order_ = nullptr;
+      scheduler_ = nullptr;
+      throw;
+    }
+    order_ = nullptr;
+    scheduler_ = nullptr;
+  }
+
+  // A loop iteration that changed nothing: the loop waits for memory that
+  // another unit of a multi-rank launch writes (a flag). The others run,
+  // then it goes on; when none can, or there are no others, it never ends.
+  void wait_for_peers(const clang::Stmt *at, const Mask &looping) {
+    if (scheduler_) {
+      auto saved =
+          std::make_tuple(std::move(threads_), std::move(shared_), block_, block_serial_,
+                          phase_, std::move(syncs_), call_depth_, rank_, unit_);
+      bool resumed = scheduler_->wait();
+      std::tie(threads_, shared_, block_, block_serial_, phase_, syncs_, call_depth_,
+               rank_, unit_) = std::move(saved);
+      order_->enter(unit_);
+      if (resumed)
+        return;
+    }
+    auto spinning = std::find(looping.begin(), looping.end(), 1) - looping.begin();
+    throw NotModelled{
+        loc(at),
+        fmt::format("the loop at {} never ends: {} spins on '{}' and {}", loc(at).str(),
+                    thread_id(static_cast<int>(spinning)).str(), text_of(at),
+                    scheduler_ ? "every rank's launch waits with nothing written since "
+                                 "(a flag no rank sets, or sets to another value)"
+                               : "an iteration changes nothing (a wait for memory no "
+                                 "thread of the launch writes)")};
+  }
+
+  static std::string buffer_key(const std::string &name, int rank) {
+    return rank < 0 ? name : fmt::format("{}@{}", name, rank);
+  }
+
+  // The buffers of a buffer arg: one, or one per rank in rank order.
+  std::vector<int> buffers_of(const KernelArg &arg) const {
+    if (!arg.per_rank)
+      return {buffer_of_.at(arg.name)};
+    std::vector<int> out;
+    for (int rank = 0; rank < launch_.ranks; ++rank)
+      out.push_back(buffer_of_.at(buffer_key(arg.name, rank)));
+    return out;
+  }
+
+  // ptrs(BUF): a device array of the ranks' BUF buffers, in rank order.
+  void bind_pointer_tables() {
+    for (const KernelArg &arg : launch_.args) {
+      if (!arg.is_pointer_table())
+        continue;
+      Buffer table;
+      table.name = arg.name;
+      for (int b : buffers_of(*launch_.arg(arg.pointers_to)))
+        table.cells.push_back(Value::pointer(b, 0));
+      buffer_of_[arg.name] = new_buffer(std::move(table));
+    }
+  }
+
+  // The value of a `rank` or ptrs(BUF) parameter in rank `rank`'s launch.
+  Value rank_argument(const KernelArg &arg, const clang::ParmVarDecl *param, int rank) {
+    clang::QualType type = param->getType().getCanonicalType();
+    if (arg.is_rank && type->isIntegerType())
+      return Value::integer(wrap(rank, type));
+    if (arg.is_pointer_table() && type->isPointerType() &&
+        type->getPointeeType()->isPointerType()) {
+      check_element_type(*launch_.arg(arg.pointers_to),
+                         type->getPointeeType()->getPointeeType(), param);
+      return Value::pointer(buffer_of_.at(arg.name), 0);
+    }
+    throw NotModelled{arg.loc, fmt::format("arg '{}' is annotated as {} but the kernel's "
+                                           "parameter is '{}'",
+                                           arg.name,
+                                           arg.is_rank ? "the rank (an integer)"
+                                                       : "an array of pointers (T**)",
+                                           param->getType().getAsString())};
+  }
+
+  // In a multi-rank launch, global memory is shared by the ranks' units:
+  // their accesses are ordered by flags (RankOrder); a volatile access is
+  // a flag's.
+  std::optional<Race> recorded_access(Buffer &buffer, std::int64_t i, const Access &now,
+                                      bool write, const clang::Expr *e) {
+    if (!order_ || buffer.space != Space::Global)
+      return record_access(buffer, i, now, write);
+    return order_->access(static_cast<int>(&buffer - buffers_.data()),
+                          static_cast<std::int64_t>(buffer.cells.size()), i, now, write,
+                          volatile_access(e));
+  }
+
+  static bool volatile_access(const clang::Expr *e) {
+    e = e->IgnoreParens();
+    if (const auto *op = llvm::dyn_cast<clang::BinaryOperator>(e);
+        op && op->isAssignmentOp())
+      e = op->getLHS();
+    else if (const auto *op = llvm::dyn_cast<clang::UnaryOperator>(e);
+             op && op->isIncrementDecrementOp())
+      e = op->getSubExpr();
+    return e->getType().isVolatileQualified();
+  }
+
+  void fence(const Mask &on, bool system) {
+    if (!order_)
+      return;
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        order_->fence(static_cast<int>(t), phase_, system);
+  }
+
+  [[noreturn]] void report_cross_rank_race(const Buffer &buffer, std::int64_t i,
+                                           const Access &now, bool write,
+                                           const Access &other, bool other_write) {
+    std::string who = other.id.str();
+    findings_.push_back(
+        {KernelFinding::Kind::CrossRankRace, now.loc,
+         fmt::format(
+             "cross-rank race on {}[{}]: {} {} it here and {} {} it at {}, and no "
+             "flag orders the two (a flag set after __threadfence_system() and "
+             "awaited, with __syncthreads() before the set and after the wait)",
+             buffer.name, i, now.id.str(), write ? "writes" : "reads", who,
+             other_write ? "writes" : "reads", other.loc.str()),
+         other.loc,
+         fmt::format("{} {} {}[{}] here", who, other_write ? "writes" : "reads",
+                     buffer.name, i)});
+    throw FindingRecorded{};
+  }
+
   terms::TermStore &store_;
   const clang::ASTContext &context_;
   const clang::SourceManager &sources_;
@@ -2707,6 +2900,12 @@ private:
   SyncUnits syncs_; // __syncwarp and tile-sync phases of the block's warps
   std::int64_t steps_ = 0;
   std::vector<KernelFinding> findings_;
+  // A multi-rank launch: the order of its units' accesses, their scheduler,
+  // the unit running and its rank (-1: one launch).
+  RankOrder *order_ = nullptr;
+  UnitScheduler *scheduler_ = nullptr;
+  int rank_ = -1, unit_ = -1;
+  std::uint64_t writes_ = 0; // stores so far: a loop iteration with none spins
 };
 
 } // namespace

@@ -34,11 +34,12 @@ struct Lifted {
 };
 
 std::unique_ptr<Lifted> lift_file(const std::string &path, const std::string &name,
-                                  cuda::ParseOptions options = {}) {
+                                  cuda::ParseOptions options = {},
+                                  std::size_t which = 0) {
   auto out = std::make_unique<Lifted>();
   auto annotations = cuda::read_annotations(path);
   EXPECT_FALSE(annotations.error);
-  out->launch = annotations.launches.at(0);
+  out->launch = annotations.launches.at(which);
   auto start = std::chrono::steady_clock::now();
   auto parsed = cuda::parse_file(path, annotations.launches, options);
   auto parsed_at = std::chrono::steady_clock::now();
@@ -48,7 +49,8 @@ std::unique_ptr<Lifted> lift_file(const std::string &path, const std::string &na
   }
   for (const auto &arg : out->launch.args)
     if (arg.is_buffer())
-      for (std::int64_t i = 0; i < ir::element_count(arg.shape); ++i)
+      for (std::int64_t i = 0; i < ir::element_count(out->launch.reference_shape(arg));
+           ++i)
         out->inputs[arg.name].push_back(out->store.var(
             arg.name + "[" + std::to_string(i) + "]", terms::VarKind::Reference));
   out->result = parsed.file->lift(out->store, out->launch, out->inputs);
@@ -59,8 +61,9 @@ std::unique_ptr<Lifted> lift_file(const std::string &path, const std::string &na
   return out;
 }
 
-std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options = {}) {
-  return lift_file(kernel_path(name), name, std::move(options));
+std::unique_ptr<Lifted> lift(const std::string &name, cuda::ParseOptions options = {},
+                             std::size_t which = 0) {
+  return lift_file(kernel_path(name), name, std::move(options), which);
 }
 
 prover::Verdict prove(Lifted &l, std::span<const TermId> lhs,
@@ -736,6 +739,83 @@ TEST(CudaCooperativeGroups, TheGridOfAOneBlockLaunchIsItsBlock) {
   ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
   ASSERT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
   EXPECT_EQ(l->result.buffers["out"][3], l->inputs["x"][28]);
+}
+
+// --- multi-rank launches (ranks.h) -------------------------------------------
+
+namespace {
+
+// Every rank's `out` is the sum over the ranks of their `data`.
+void expect_all_reduced(Lifted &l, int ranks, int size) {
+  ASSERT_FALSE(l.parse_error) << l.parse_error->message;
+  ASSERT_FALSE(l.result.unsupported) << l.result.unsupported->message;
+  ASSERT_TRUE(l.result.findings.empty()) << l.result.findings[0].message;
+  const auto &data = l.inputs["data"];
+  std::vector<TermId> sums;
+  for (int rank = 0; rank < ranks; ++rank)
+    for (int i = 0; i < size; ++i) {
+      std::vector<TermId> column;
+      for (int peer = 0; peer < ranks; ++peer)
+        column.push_back(data[peer * size + i]);
+      sums.push_back(l.store.add(column));
+    }
+  auto verdict = prove(l, l.result.buffers["out"], sums);
+  EXPECT_EQ(verdict.kind, prover::Verdict::Kind::Proved) << verdict.why;
+}
+
+} // namespace
+
+TEST(CudaLifter, TwoShotAllReduceOverTwoAndFourRanksIsTheSumOfTheirInputs) {
+  auto two = lift("all_reduce_two_shot.cu");
+  expect_all_reduced(*two, 2, 13);
+  // Rank 1's element 12 (its slice's remainder) is gathered by rank 1's
+  // block 0 from its own scratch buffer.
+  const auto &write = two->result.writes["out"][13 + 12];
+  ASSERT_TRUE(write);
+  EXPECT_EQ(write->thread.str(), "thread (2,0,0) of block (1,0,0) of rank 1");
+  auto four = lift("all_reduce_two_shot.cu", {}, 1);
+  expect_all_reduced(*four, 4, 18);
+  auto half = lift("all_reduce_two_shot.cu", {}, 2); // __half, summed in float
+  expect_all_reduced(*half, 4, 10);
+}
+
+TEST(CudaLifter, AllReduceWithoutTheMiddleBarrierIsACrossRankRace) {
+  auto l = lift("all_reduce_missing_barrier.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  const auto &f = l->result.findings[0];
+  EXPECT_EQ(f.kind, cuda::KernelFinding::Kind::CrossRankRace);
+  // Rank 1 gathered rank 0's slice before rank 0 reduced it.
+  EXPECT_EQ(f.loc.line, 34); // scratch[rank][i] = sum
+  EXPECT_EQ(f.message,
+            "cross-rank race on partial[0][0]: thread (0,0,0) of block (0,0,0) of rank 0 "
+            "writes it here and thread (0,0,0) of block (0,0,0) of rank 1 reads it at " +
+                kernel_path("all_reduce_missing_barrier.cu") +
+                ":42:16, and no flag orders the two (a flag set after "
+                "__threadfence_system() and awaited, with __syncthreads() before the set "
+                "and after the wait)");
+  ASSERT_TRUE(f.other_loc);
+  EXPECT_EQ(f.other_loc->line, 42); // out[i] = scratch[peer][i]
+}
+
+TEST(CudaLifter, AllReduceReusingTheFirstBarriersFlagsIsACrossRankRace) {
+  auto l = lift("all_reduce_reused_flag.cu");
+  ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+  ASSERT_EQ(l->result.findings.size(), 1u);
+  EXPECT_EQ(l->result.findings[0].kind, cuda::KernelFinding::Kind::CrossRankRace);
+}
+
+TEST(CudaLifter, AWaitNoRankEverEndsIsStoppedAtItsLine) {
+  // Not after a hundred million steps: as soon as every rank waits.
+  auto l = lift("all_reduce_waits_forever.cu");
+  ASSERT_TRUE(l->result.unsupported);
+  EXPECT_EQ(l->result.unsupported->loc.line, 17);
+  EXPECT_EQ(
+      l->result.unsupported->message,
+      "the loop at " + kernel_path("all_reduce_waits_forever.cu") +
+          ":17:10 never ends: thread (0,0,0) of block (0,0,0) of rank 0 spins on "
+          "'own_flags[threadIdx.x] != 2' and every rank's launch waits with nothing "
+          "written since (a flag no rank sets, or sets to another value)");
 }
 
 // --- views of another scalar type (issue 13) ----------------------------------

@@ -47,38 +47,38 @@ TEST(RankOrder, AWriteAndAPeersReadWithNoFlagRace) {
   EXPECT_TRUE(race->other_write);
 }
 
-TEST(RankOrder, AFlagSetAfterASystemFenceOrdersWhatCameBeforeTheBarrier) {
+// Rank 0 writes an element in `write_phase`, sets a flag in phase 3 (after
+// a fence of `fence` scope, if any), rank 1 waits for it in phase 3 and
+// reads the element in `read_phase`.
+struct FlagCase {
+  const char *what;
+  int write_phase;
+  std::optional<bool> fence; // __threadfence_system() (true) or __threadfence()
+  int read_phase;
+  bool races;
+};
+
+class RankOrderFlag : public ::testing::TestWithParam<FlagCase> {};
+
+TEST_P(RankOrderFlag, OrdersOnlyWhatCameBeforeTheBarrierForWhatComesAfter) {
+  const FlagCase &c = GetParam();
   RankOrder order(2, 1);
   order.enter(0);
-  EXPECT_FALSE(order.access(kData, 4, 3, at(0, 1, 2), true, false));
-  signal(order, 0, 1, 3, 0, true);
-  // The reader's next phase (after its __syncthreads) is ordered after.
-  EXPECT_FALSE(order.access(kData, 4, 3, at(1, 2, 4), false, false));
+  EXPECT_FALSE(order.access(kData, 4, 3, at(0, 1, c.write_phase), true, false));
+  signal(order, 0, 1, 3, 0, c.fence);
+  EXPECT_EQ(order.access(kData, 4, 3, at(1, 2, c.read_phase), false, false).has_value(),
+            c.races)
+      << c.what;
 }
 
-TEST(RankOrder, TheReadersOwnPhaseIsNotOrderedByTheWait) {
-  RankOrder order(2, 1);
-  order.enter(0);
-  EXPECT_FALSE(order.access(kData, 4, 3, at(0, 1, 2), true, false));
-  signal(order, 0, 1, 3, 0, true);
-  EXPECT_TRUE(order.access(kData, 4, 3, at(1, 2, 3), false, false));
-}
-
-TEST(RankOrder, AWriteInTheFlagsOwnPhaseIsNotReleased) {
-  RankOrder order(2, 1);
-  order.enter(0);
-  EXPECT_FALSE(order.access(kData, 4, 3, at(0, 1, 3), true, false));
-  signal(order, 0, 1, 3, 0, true);
-  EXPECT_TRUE(order.access(kData, 4, 3, at(1, 2, 4), false, false));
-}
-
-TEST(RankOrder, AFlagSetWithoutAFenceOrdersNothing) {
-  RankOrder order(2, 1);
-  order.enter(0);
-  EXPECT_FALSE(order.access(kData, 4, 3, at(0, 1, 2), true, false));
-  signal(order, 0, 1, 3, 0, std::nullopt);
-  EXPECT_TRUE(order.access(kData, 4, 3, at(1, 2, 4), false, false));
-}
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RankOrderFlag,
+    ::testing::Values(
+        FlagCase{"the reader's phase after its barrier is ordered", 2, true, 4, false},
+        FlagCase{"the reader's own phase is not ordered by the wait", 2, true, 3, true},
+        FlagCase{"a write in the flag's own phase is not released", 3, true, 4, true},
+        FlagCase{"a flag set without a fence orders nothing", 2, std::nullopt, 4, true},
+        FlagCase{"a device fence does not order another rank", 2, false, 4, true}));
 
 TEST(RankOrder, ADeviceFenceOrdersBlocksOfOneRankButNotRanks) {
   RankOrder order(2, 2); // units 0, 1: rank 0; units 2, 3: rank 1
