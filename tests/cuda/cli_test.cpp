@@ -185,7 +185,9 @@ TEST(CudaCli, TheRealToolkitHeadersGiveTheSameVerdicts) {
   const std::string toolkit = "/usr/local/cuda";
   if (!std::ifstream(toolkit + "/include/cuda_runtime.h"))
     GTEST_SKIP() << "no CUDA toolkit at " << toolkit;
-  for (const char *name : {"block_sum.cu", "softmax_warp.cu", "half_scale.cu"}) {
+  for (const char *name : {"block_sum.cu", "softmax_warp.cu", "half_scale.cu",
+                           "softmax_half_float2.cu", "bias_gelu_half_uint4.cu",
+                           "rope_half_c10.cu"}) {
     auto r = run_cli({"check", "--cuda-path", toolkit, kernel(name)});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
   }
