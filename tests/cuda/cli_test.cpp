@@ -502,6 +502,26 @@ TEST(CudaCli, TwoShotAllReduceIsProvedOverTwoAndFourRanks) {
       << r.out;
 }
 
+TEST(CudaCli, TwoShotAllReduceThroughVllmsRankDataStructsIsProved) {
+  auto r = run_cli({"check", kernel("all_reduce_rank_data.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(
+      has(r.out, "two_shot_rank_data<2> --world 2: proved (1 obligation: 1 proved"))
+      << r.out;
+}
+
+TEST(CudaCli, AllReduceWithTheToolkitsHeadersGivesTheSameVerdicts) {
+  const std::string toolkit = "/usr/local/cuda";
+  if (!std::ifstream(toolkit + "/include/cuda_runtime.h"))
+    GTEST_SKIP() << "no CUDA toolkit at " << toolkit;
+  auto proved = run_cli({"check", "--cuda-path", toolkit, kernel("all_reduce_two_shot.cu")});
+  EXPECT_EQ(proved.exit_code, 0) << proved.out << proved.err;
+  auto race = run_cli(
+      {"check", "--cuda-path", toolkit, kernel("all_reduce_missing_barrier.cu")});
+  EXPECT_EQ(race.exit_code, 1) << race.out << race.err;
+  EXPECT_TRUE(has(race.out, "cross-rank race on partial[0][0]")) << race.out;
+}
+
 TEST(CudaCli, AllReduceWithoutTheBarrierBetweenItsStagesIsACrossRankRace) {
   auto r = run_cli({"check", kernel("all_reduce_missing_barrier.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -551,6 +571,17 @@ TEST(CudaCli, AllReduceDroppingTheRemainderNeverWritesTheLastElements) {
                          "kernel 'two_shot_all_reduce<4>' never writes out[0,16], which "
                          "the reference 'data.sum(0)' defines [SP012]\n"
                          "  Example:\n    data[3,16] = 1\n    every other input = 0\n"))
+      << r.out;
+}
+
+TEST(CudaCli, ASpinOfOneLaunchIsStoppedAtOnceWithItsLine) {
+  auto r = run_cli({"check", kernel("spin_without_peers.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "the loop at tests/cuda/kernels/spin_without_peers.cu:10:10 never "
+                         "ends: thread (0,0,0) of block (0,0,0) spins on '*(volatile const "
+                         "int *)ready == 0' and an iteration changes nothing (a wait for "
+                         "memory no thread wrote before it; a wait on another block of "
+                         "one launch is not modelled)"))
       << r.out;
 }
 

@@ -1,5 +1,5 @@
-// The flag barrier and the float sums of the all-reduce test kernels
-// (all_reduce_*.cu). The barrier is in the style of vLLM's custom
+// The two-shot all-reduce of the test kernels (all_reduce_two_shot.cu,
+// all_reduce_rank_data.cu), its flag barrier and float sums. The barrier is in the style of vLLM's custom
 // all-reduce: every rank's flags are [barrier][block][peer]; thread p of a
 // block sets this rank's flag in peer p's flags, after a system fence, then
 // waits for peer p's in its own.
@@ -27,4 +27,33 @@ __device__ void barrier_across_ranks(unsigned *const *signals, int rank, int bar
     }
   }
   __syncthreads(); // what the block does next comes after every peer's flag
+}
+
+// The two stages: rank `rank`'s launch, its peers' buffers through arrays
+// of pointers.
+template <typename T, int NRANKS>
+__device__ void two_shot(const T *const *inputs, T *const *scratch,
+                         unsigned *const *signals, T *out, int rank, int size) {
+  int part = size / NRANKS;
+  int first = blockIdx.x * blockDim.x + threadIdx.x;
+  int stride = gridDim.x * blockDim.x;
+  barrier_across_ranks<NRANKS>(signals, rank, 0);
+  // Stage 1: this rank's slice, summed over the ranks' inputs.
+  int begin = rank * part;
+  int end = rank == NRANKS - 1 ? size : begin + part;
+  for (int i = begin + first; i < end; i += stride) {
+    float sum = 0.f;
+    for (int p = 0; p < NRANKS; ++p)
+      sum += to_float(inputs[p][i]);
+    scratch[rank][i] = from_float<T>(sum);
+  }
+  barrier_across_ranks<NRANKS>(signals, rank, 1);
+  // Stage 2: each rank's reduced slice, own first, as vLLM orders them.
+  for (int k = 0; k < NRANKS; ++k) {
+    int peer = (rank + k) % NRANKS;
+    int peer_begin = peer * part;
+    int peer_end = peer == NRANKS - 1 ? size : peer_begin + part;
+    for (int i = peer_begin + first; i < peer_end; i += stride)
+      out[i] = scratch[peer][i];
+  }
 }

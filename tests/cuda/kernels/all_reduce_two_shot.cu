@@ -51,26 +51,5 @@
 template <typename T, int NRANKS>
 __global__ void two_shot_all_reduce(const T *const *inputs, T *const *scratch,
                                     unsigned *const *signals, T *out, int rank, int size) {
-  int part = size / NRANKS;
-  int first = blockIdx.x * blockDim.x + threadIdx.x;
-  int stride = gridDim.x * blockDim.x;
-  barrier_across_ranks<NRANKS>(signals, rank, 0);
-  // Stage 1: this rank's slice, summed over the ranks' inputs.
-  int begin = rank * part;
-  int end = rank == NRANKS - 1 ? size : begin + part;
-  for (int i = begin + first; i < end; i += stride) {
-    float sum = 0.f;
-    for (int p = 0; p < NRANKS; ++p)
-      sum += to_float(inputs[p][i]);
-    scratch[rank][i] = from_float<T>(sum);
-  }
-  barrier_across_ranks<NRANKS>(signals, rank, 1);
-  // Stage 2: each rank's reduced slice, own first, as vLLM orders them.
-  for (int k = 0; k < NRANKS; ++k) {
-    int peer = (rank + k) % NRANKS;
-    int peer_begin = peer * part;
-    int peer_end = peer == NRANKS - 1 ? size : peer_begin + part;
-    for (int i = peer_begin + first; i < peer_end; i += stride)
-      out[i] = scratch[peer][i];
-  }
+  two_shot<T, NRANKS>(inputs, scratch, signals, out, rank, size);
 }
