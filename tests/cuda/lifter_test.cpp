@@ -216,6 +216,10 @@ INSTANTIATE_TEST_SUITE_P(
             "reinterpreted_bits", "out[t] = reinterpret_cast<const int *>(x)[t];",
             "'reinterpret_cast<const int *>(x)[t]' on the bits of 1 float32 element "
             "read as 'int' at "},
+        Unmodelled{"atomic_through_a_view",
+                   "atomicAdd(reinterpret_cast<int *>(out) + t, 1); out[t] = x[t];",
+                   "'atomicAdd(reinterpret_cast<int *>(out) + t, 1)' through a view of "
+                   "the float32 elements of out"},
         Unmodelled{"view_narrower_than_an_element",
                    "out[t] = reinterpret_cast<const unsigned short *>(x)[t];",
                    "(a view of 2 bytes of the 4-byte float32 elements of x, part of an "
