@@ -264,8 +264,11 @@ private:
     syncs_.reset(n);
     for (Thread &t : threads_) {
       t.frames.emplace_back();
-      for (const auto &[param, value] : params)
+      for (const auto &[param, value] : params) {
         t.frames.back().registers[param] = value;
+        if (param->getType()->isRecordType()) // a struct by value: its memory
+          t.locals[param] = value.buffer;
+      }
     }
     Mask all(n, 1);
     exec(kernel.getBody(), all);
@@ -929,7 +932,7 @@ private:
     clang::QualType record = member->getBase()->getType();
     if (member->isArrow())
       record = record->getPointeeType();
-    if (!field || !holds_elements(record))
+    if (!field || !(holds_elements(record) || pointer_slots(record)))
       not_modelled(member, fmt::format("the member access '{}'", text_of(member)));
     std::int64_t field_bytes =
         context_.getASTRecordLayout(record->getAsRecordDecl()->getDefinition())
@@ -2793,7 +2796,8 @@ private:
                     scheduler_ ? "every rank's launch waits with nothing written since "
                                  "(a flag no rank sets, or sets to another value)"
                                : "an iteration changes nothing (a wait for memory no "
-                                 "thread of the launch writes)")};
+                                 "thread wrote before it; a wait on another block of "
+                                 "one launch is not modelled)")};
   }
 
   static std::string buffer_key(const std::string &name, int rank) {
@@ -2823,23 +2827,50 @@ private:
     }
   }
 
-  // The value of a `rank` or ptrs(BUF) parameter in rank `rank`'s launch.
+  // The value of a `rank` or ptrs(BUF) parameter in rank `rank`'s launch:
+  // ptrs(BUF) is a T**, or a struct of one array of pointers (vLLM's
+  // RankData) by value or through a pointer, its slots past the ranks null.
   Value rank_argument(const KernelArg &arg, const clang::ParmVarDecl *param, int rank) {
     clang::QualType type = param->getType().getCanonicalType();
     if (arg.is_rank && type->isIntegerType())
       return Value::integer(wrap(rank, type));
-    if (arg.is_pointer_table() && type->isPointerType() &&
-        type->getPointeeType()->isPointerType()) {
-      check_element_type(*launch_.arg(arg.pointers_to),
-                         type->getPointeeType()->getPointeeType(), param);
-      return Value::pointer(buffer_of_.at(arg.name), 0);
+    clang::QualType pointee = type->isPointerType() ? type->getPointeeType() : type;
+    const clang::ConstantArrayType *slots = pointer_slots(pointee);
+    clang::QualType element = slots ? slots->getElementType() : pointee;
+    if (arg.is_pointer_table() && element->isPointerType() &&
+        (slots || type->isPointerType())) {
+      check_element_type(*launch_.arg(arg.pointers_to), element->getPointeeType(), param);
+      int table = buffer_of_.at(arg.name);
+      if (!slots)
+        return Value::pointer(table, 0);
+      Buffer copy; // the struct's memory: the table and null slots
+      copy.name = arg.name;
+      copy.cells = buffers_[table].cells;
+      if (slots->getSize().getSExtValue() >=
+          static_cast<std::int64_t>(copy.cells.size())) {
+        copy.cells.resize(slots->getSize().getSExtValue(), Value::integer(0));
+        return Value::pointer(new_buffer(std::move(copy)), 0);
+      }
     }
-    throw NotModelled{arg.loc, fmt::format("arg '{}' is annotated as {} but the kernel's "
-                                           "parameter is '{}'",
-                                           arg.name,
-                                           arg.is_rank ? "the rank (an integer)"
-                                                       : "an array of pointers (T**)",
-                                           param->getType().getAsString())};
+    throw NotModelled{arg.loc,
+                      fmt::format("arg '{}' is annotated as {} but the kernel's "
+                                  "parameter is '{}'",
+                                  arg.name,
+                                  arg.is_rank ? "the rank (an integer)"
+                                              : "an array of pointers (T**, or a "
+                                                "struct of one array of at least "
+                                                "as many pointers as ranks)",
+                                  param->getType().getAsString())};
+  }
+
+  // A struct whose one field is an array of pointers: that array's type.
+  const clang::ConstantArrayType *pointer_slots(clang::QualType type) const {
+    const auto *record = type.getCanonicalType()->getAsRecordDecl();
+    if (!record || !record->getDefinition() || record->isUnion() ||
+        std::distance(record->field_begin(), record->field_end()) != 1)
+      return nullptr;
+    const auto *array = context_.getAsConstantArrayType(record->field_begin()->getType());
+    return array && array->getElementType()->isPointerType() ? array : nullptr;
   }
 
   // In a multi-rank launch, global memory is shared by the ranks' units:
