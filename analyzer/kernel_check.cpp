@@ -341,9 +341,13 @@ TargetResult check_launch(const Target &file, const cuda::CudaFile &parsed,
            ir::element_count(reference.output_shape))
     result = failed(target, TraceFailure::Kind::BadInput,
                     {launch.reference_loc,
-                     fmt::format("the reference has shape {} but buffer '{}' is {}",
+                     fmt::format("the reference has shape {} but buffer '{}' is {}{}",
                                  ir::shape_str(reference.output_shape), out.name,
-                                 ir::shape_str(launch.reference_shape(out)))});
+                                 ir::shape_str(launch.reference_shape(out)),
+                                 out.per_rank ? fmt::format(" (its ranks' stacked; {} is "
+                                                            "every rank's)",
+                                                            ir::shape_str(out.shape))
+                                              : "")});
   else
     result = lifted_result(store, target, launch, reference,
                            parsed.lift(store, launch, reference.inputs), options, start);
