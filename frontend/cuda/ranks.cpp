@@ -134,23 +134,25 @@ void RankOrder::acquire(const Cell &cell, const Access &now) {
   pending_phase_[current_] = now.phase;
 }
 
-std::optional<Race> RankOrder::unordered(const Cell &cell, const Access &now,
-                                         bool write) {
+std::optional<Race> RankOrder::unordered(const Cell &cell, const Access &now, bool write,
+                                         bool flag) {
   std::vector<Last> &last = last_[cell];
   last.resize(units_);
   const std::vector<int> &known = known_[current_];
   for (int p = 0; p < units_; ++p) {
     if (p == current_)
       continue;
-    auto racing = [&](const std::optional<Access> &a) {
-      return a && a->phase >= known[p] && !(a->atomic && now.atomic);
+    auto racing = [&](const std::optional<Access> &a, bool flag_writes) {
+      return a && a->phase >= known[p] && (!(a->atomic && now.atomic) || flag_writes);
     };
-    if (racing(last[p].write))
+    if (racing(last[p].write, last[p].flag_write && flag && write))
       return Race{*last[p].write, true};
-    if (write && racing(last[p].read))
+    if (write && racing(last[p].read, false))
       return Race{*last[p].read, false};
   }
   (write ? last[current_].write : last[current_].read) = now;
+  if (write)
+    last[current_].flag_write = flag;
   return std::nullopt;
 }
 
@@ -171,7 +173,7 @@ std::optional<Race> RankOrder::access(int buffer, std::int64_t size, std::int64_
   }
   if (auto race = record_access(own, i, now, write))
     return race;
-  return unordered(cell, now, write);
+  return unordered(cell, now, write, flag);
 }
 
 } // namespace shardproof::frontend::cuda

@@ -76,9 +76,10 @@ public:
   // Records an access of element `i` of global buffer `buffer` (`size`
   // elements) by the running unit, `now.block` naming it; returns the
   // earlier access it races with, of this unit (as within one block) or of
-  // another unit no flag orders it after. A `flag` access (volatile) never
-  // races with another atomic or flag access; a flag write releases and a
-  // flag read acquires.
+  // another unit no flag orders it after. A `flag` access (volatile) does
+  // not race with another atomic or flag access, but two flag writes of
+  // different units do (the flag's value would depend on the schedule); a
+  // flag write releases and a flag read acquires.
   std::optional<Race> access(int buffer, std::int64_t size, std::int64_t i, Access now,
                              bool write, bool flag);
 
@@ -92,6 +93,7 @@ private:
   };
   struct Last {
     std::optional<Access> write, read;
+    bool flag_write = false; // `write` is a flag's
   };
   struct Fence {
     int phase = -1;
@@ -101,7 +103,8 @@ private:
   void settle(int phase); // acquisitions of earlier phases take effect
   void release(const Cell &cell, const Access &now);
   void acquire(const Cell &cell, const Access &now);
-  std::optional<Race> unordered(const Cell &cell, const Access &now, bool write);
+  std::optional<Race> unordered(const Cell &cell, const Access &now, bool write,
+                                bool flag);
 
   int units_, blocks_, current_ = 0;
   // known_[u][p]: the phases of unit p below it happen before what unit u

@@ -99,14 +99,25 @@ TEST(RankOrder, OrderIsTransitiveThroughAThirdRank) {
   EXPECT_FALSE(order.access(kData, 4, 3, at(2, 0, 6), true, false));
 }
 
-TEST(RankOrder, FlagAccessesDoNotRaceWithEachOther) {
+TEST(RankOrder, AFlagsReadDoesNotRaceWithItsWrite) {
   RankOrder order(2, 1);
   order.enter(0);
   EXPECT_FALSE(order.access(kFlags, 8, 0, at(0, 0, 1), true, true));
   order.enter(1);
-  EXPECT_FALSE(order.access(kFlags, 8, 0, at(1, 0, 1), true, true));
+  EXPECT_FALSE(order.access(kFlags, 8, 0, at(1, 0, 1), false, true));
   // A plain write of a flag still races with a peer's flag write.
   EXPECT_TRUE(order.access(kFlags, 8, 0, at(1, 0, 1), true, false));
+}
+
+TEST(RankOrder, TwoRanksSettingOneFlagUnorderedRace) {
+  RankOrder order(2, 1);
+  order.enter(0);
+  EXPECT_FALSE(order.access(kFlags, 8, 0, at(0, 0, 1), true, true));
+  order.enter(1);
+  auto race = order.access(kFlags, 8, 0, at(1, 0, 1), true, true);
+  ASSERT_TRUE(race);
+  EXPECT_TRUE(race->other_write);
+  EXPECT_EQ(race->other.block, 0);
 }
 
 TEST(RankOrder, ThreadsOfOneUnitAreCheckedAsInOneBlock) {
