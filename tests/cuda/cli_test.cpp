@@ -549,6 +549,17 @@ TEST(CudaCli, AllReduceReusingItsFirstBarriersFlagsIsACrossRankRace) {
       << r.out;
 }
 
+TEST(CudaCli, AllReduceSettingItsFlagsWithoutAFenceIsACrossRankRace) {
+  auto r = run_cli({"check", kernel("all_reduce_no_fence.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/all_reduce_barrier.cuh:59:16: error: "
+                         "cross-rank race on partial[1][4]: thread (0,0,0) of block "
+                         "(0,0,0) of rank 0 reads it here and thread (0,0,0) of block "
+                         "(0,0,0) of rank 1 writes it at "
+                         "tests/cuda/kernels/all_reduce_barrier.cuh:50:5"))
+      << r.out;
+}
+
 TEST(CudaCli, AllReduceGatheringTheWrongPeersSliceIsRefutedOnRankOne) {
   auto r = run_cli({"check", kernel("all_reduce_wrong_peer_slice.cu")});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

@@ -14,12 +14,14 @@ template <typename T> __device__ inline T from_float(float x);
 template <> __device__ inline float from_float<float>(float x) { return x; }
 template <> __device__ inline __half from_float<__half>(float x) { return __float2half(x); }
 
-template <int NRANKS>
+// FENCED: the fence before the flags (all_reduce_no_fence.cu leaves it out).
+template <int NRANKS, bool FENCED = true>
 __device__ void barrier_across_ranks(unsigned *const *signals, int rank, int barrier) {
   __syncthreads(); // the block's writes so far come before its flags
   if (threadIdx.x < NRANKS) {
     int slot = (barrier * gridDim.x + blockIdx.x) * NRANKS;
-    __threadfence_system();
+    if (FENCED)
+      __threadfence_system();
     volatile unsigned *peer_flags = signals[threadIdx.x] + slot;
     peer_flags[rank] = 1;
     volatile unsigned *own_flags = signals[rank] + slot;
@@ -31,13 +33,13 @@ __device__ void barrier_across_ranks(unsigned *const *signals, int rank, int bar
 
 // The two stages: rank `rank`'s launch, its peers' buffers through arrays
 // of pointers.
-template <typename T, int NRANKS>
+template <typename T, int NRANKS, bool FENCED = true>
 __device__ void two_shot(const T *const *inputs, T *const *scratch,
                          unsigned *const *signals, T *out, int rank, int size) {
   int part = size / NRANKS;
   int first = blockIdx.x * blockDim.x + threadIdx.x;
   int stride = gridDim.x * blockDim.x;
-  barrier_across_ranks<NRANKS>(signals, rank, 0);
+  barrier_across_ranks<NRANKS, FENCED>(signals, rank, 0);
   // Stage 1: this rank's slice, summed over the ranks' inputs.
   int begin = rank * part;
   int end = rank == NRANKS - 1 ? size : begin + part;
@@ -47,7 +49,7 @@ __device__ void two_shot(const T *const *inputs, T *const *scratch,
       sum += to_float(inputs[p][i]);
     scratch[rank][i] = from_float<T>(sum);
   }
-  barrier_across_ranks<NRANKS>(signals, rank, 1);
+  barrier_across_ranks<NRANKS, FENCED>(signals, rank, 1);
   // Stage 2: each rank's reduced slice, own first, as vLLM orders them.
   for (int k = 0; k < NRANKS; ++k) {
     int peer = (rank + k) % NRANKS;
