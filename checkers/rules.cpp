@@ -197,6 +197,26 @@ constexpr Rule kRules[] = {
      "all-gather stages, a flag reused for a second barrier without being "
      "reset (the second wait sees the first barrier's flag), a flag set "
      "without a fence before it."},
+    {RuleCode::UncheckedPrecondition, "SP019", "unchecked-size-precondition",
+     Severity::Warning,
+     "A host dispatcher accepts a size at which its kernel faults, while every "
+     "size tried that is a multiple of some k is proved.",
+     "Each case a dispatcher launches is checked at its smallest size and at the "
+     "smallest sizes whose buffers' innermost dimensions are multiples of 2, 4 "
+     "and 8 (the size parameters that case depends on rounded up, the others as "
+     "they were). When the kernel faults (an out-of-bounds or misaligned "
+     "access, SP014, or a value that differs from the reference, SP012) only at "
+     "sizes that are not multiples of k, and every size tried that is a "
+     "multiple of k is proved, the fault is a precondition its callers must "
+     "ensure and the C++ entry does not check: vectorised loads of float2, "
+     "float4 or 16 bytes need rows that are multiples of the vector width. The "
+     "frameworks' Python side usually keeps to it (Megatron's "
+     "`FusedScaleMaskSoftmax.is_kernel_available` requires key_seq_len % 4 "
+     "== 0); another caller of the C++ entry does not. The case counts as "
+     "proved at the aligned sizes, with the precondition stated. A fault also "
+     "at an aligned size stays the error it is. Fix: check the size in the "
+     "entry (`TORCH_CHECK(n % 4 == 0, ...)`) or give the kernel a scalar "
+     "tail."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -204,7 +224,8 @@ constexpr bool registry_in_code_order() {
   for (std::size_t i = 0; i < std::size(kRules); ++i)
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
-  return std::size(kRules) == static_cast<std::size_t>(RuleCode::CrossRankRace) + 1;
+  return std::size(kRules) ==
+         static_cast<std::size_t>(RuleCode::UncheckedPrecondition) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
@@ -213,10 +234,11 @@ std::span<const RuleCode> session_rules() {
   // The kernel rules come from the analyzer's kernel check
   // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
   static constexpr RuleCode kSessionRules[] = {
-      RuleCode::InferredLayout,    RuleCode::KernelMismatch,
-      RuleCode::MemoryRace,        RuleCode::OutOfBounds,
-      RuleCode::KernelNotLaunched, RuleCode::UninitialisedRead,
-      RuleCode::DivergentBarrier,  RuleCode::CrossRankRace};
+      RuleCode::InferredLayout,       RuleCode::KernelMismatch,
+      RuleCode::MemoryRace,           RuleCode::OutOfBounds,
+      RuleCode::KernelNotLaunched,    RuleCode::UninitialisedRead,
+      RuleCode::DivergentBarrier,     RuleCode::CrossRankRace,
+      RuleCode::UncheckedPrecondition};
   return kSessionRules;
 }
 

@@ -16,24 +16,25 @@ std::string_view severity_name(Severity severity);
 // Every rule, in registry order (SP001 first): a check names the rules it may
 // emit by these, so a misspelt rule cannot compile.
 enum class RuleCode {
-  ForwardMismatch,    // SP001
-  MissingReduction,   // SP002
-  CollectiveMismatch, // SP003
-  UnmatchedParameter, // SP004
-  WrongScaling,       // SP005
-  GradientMismatch,   // SP006
-  ReplicaDivergence,  // SP007
-  CommDtype,          // SP008
-  RngDivergence,      // SP009
-  ExpOverflow,        // SP010
-  InferredLayout,     // SP011
-  KernelMismatch,     // SP012
-  MemoryRace,         // SP013
-  OutOfBounds,        // SP014
-  KernelNotLaunched,  // SP015
-  UninitialisedRead,  // SP016
-  DivergentBarrier,   // SP017
-  CrossRankRace,      // SP018
+  ForwardMismatch,       // SP001
+  MissingReduction,      // SP002
+  CollectiveMismatch,    // SP003
+  UnmatchedParameter,    // SP004
+  WrongScaling,          // SP005
+  GradientMismatch,      // SP006
+  ReplicaDivergence,     // SP007
+  CommDtype,             // SP008
+  RngDivergence,         // SP009
+  ExpOverflow,           // SP010
+  InferredLayout,        // SP011
+  KernelMismatch,        // SP012
+  MemoryRace,            // SP013
+  OutOfBounds,           // SP014
+  KernelNotLaunched,     // SP015
+  UninitialisedRead,     // SP016
+  DivergentBarrier,      // SP017
+  CrossRankRace,         // SP018
+  UncheckedPrecondition, // SP019
 };
 
 struct Rule {

@@ -204,6 +204,19 @@ private:
   std::vector<std::string> roles_; // the parameters' roles, by position
 };
 
+// Whether `strides` lay out a tensor of `shape` row-major without gaps, as
+// PyTorch's is_contiguous decides: the stride of a dimension of size 1 is
+// never read, so it may be anything.
+bool is_contiguous(const ir::Shape &shape, const std::vector<std::int64_t> &strides) {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expected)
+      return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
 // --- apex fused rotary embedding (forward) ---------------------------------
 //
 // src and dst [s, b, h, d] with strides, freqs [s, 1, 1, d2] (radians): the
@@ -236,11 +249,12 @@ public:
     const auto &p = kernel.params;
     auto v = [&](std::size_t i) { return choice.ints.at(p[i]); };
     std::int64_t h = v(0), d = v(1), d2 = v(2), s = choice.grid[0], b = choice.grid[1];
-    bool contiguous = v(6) == 1 && v(5) == d && v(4) == h * d && v(3) == b * h * d &&
-                      v(10) == 1 && v(9) == d && v(8) == h * d && v(7) == b * h * d;
+    ir::Shape shape{s, b, h, d};
+    bool contiguous = is_contiguous(shape, {v(3), v(4), v(5), v(6)}) &&
+                      is_contiguous(shape, {v(7), v(8), v(9), v(10)});
     if (!type || !contiguous || d2 % 2 != 0 || d2 > d) {
-      why =
-          "only contiguous [s, b, h, d] float tensors with an even d2 <= d are profiled";
+      why = "only contiguous [s, b, h, d] tensors (the strides of size-1 dimensions "
+            "free, as PyTorch's is_contiguous) with an even d2 <= d are profiled";
       return std::nullopt;
     }
     KernelLaunch launch = launch_of(kernel, choice);
