@@ -110,7 +110,9 @@ void SyncUnits::reset(int threads) {
 
 // Units of width w hold lanes [k w, (k + 1) w); numbered as a binary heap
 // (32 lanes: 1; 16: 2-3; ...; 1: 32-63), so no two widths share a number.
-int SyncUnits::heap_index(int width, int lane) { return kWarpSize / width + lane / width; }
+int SyncUnits::heap_index(int width, int lane) {
+  return kWarpSize / width + lane / width;
+}
 
 std::pair<int, int> SyncUnits::unit(int t) const {
   int warp = t / kWarpSize, index = heap_index(width_[warp], t % kWarpSize);

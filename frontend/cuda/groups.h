@@ -89,8 +89,8 @@ public:
   void sync(int first, int width);
 
 private:
-  std::vector<int> width_;                 // per warp: its units' width
-  std::vector<std::vector<int>> phases_;   // per warp: by heap index
+  std::vector<int> width_;               // per warp: its units' width
+  std::vector<std::vector<int>> phases_; // per warp: by heap index
   static int heap_index(int width, int lane);
 };
 

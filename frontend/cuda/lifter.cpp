@@ -406,7 +406,7 @@ private:
     }
     if (const auto *record = type->getAsCXXRecordDecl();
         record && record->field_empty() && !is_sixteen_bit(type))
-      return;                  // a stateless functor (Add<float> r;): nothing to hold
+      return;                   // a stateless functor (Add<float> r;): nothing to hold
     if (holds_elements(type)) { // float4 q = v[i]: a local buffer of its fields
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
@@ -782,7 +782,8 @@ private:
   Value convert(Value v, clang::QualType from, clang::QualType to,
                 const clang::Stmt *at) {
     to = to.getCanonicalType();
-    if (v.kind == Value::Kind::Undef || (v.kind == Value::Kind::Group && is_group_type(to)))
+    if (v.kind == Value::Kind::Undef ||
+        (v.kind == Value::Kind::Group && is_group_type(to)))
       return v;
     if (v.kind == Value::Kind::Bits &&
         from.getCanonicalType().getUnqualifiedType() == to.getUnqualifiedType())
@@ -2256,12 +2257,11 @@ private:
         bool exited =
             threads_[lane].flow == Flow::Returned && threads_[lane].frames.size() == 1;
         if (!exited && (!on[lane] || !threads_[lane].guards.empty()))
-          not_modelled(call, fmt::format("{} reached by some lanes of a {} but not by {}",
-                                         what,
-                                         width == kWarpSize
-                                             ? std::string("warp")
-                                             : fmt::format("tile of {}", width),
-                                         thread_id(lane).str()));
+          not_modelled(call,
+                       fmt::format("{} reached by some lanes of a {} but not by {}", what,
+                                   width == kWarpSize ? std::string("warp")
+                                                      : fmt::format("tile of {}", width),
+                                   thread_id(lane).str()));
       }
       syncs_.sync(first, width);
     }
@@ -2421,7 +2421,8 @@ private:
     else if (const auto *conversion = llvm::dyn_cast<clang::CXXMemberCallExpr>(e);
              conversion &&
              llvm::isa_and_nonnull<clang::CXXConversionDecl>(conversion->getMethodDecl()))
-      out = eval_group(conversion->getImplicitObjectArgument(), on); // to a parentless tile
+      out =
+          eval_group(conversion->getImplicitObjectArgument(), on); // to a parentless tile
     else if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
       out = eval_call(call, on);
     else if (llvm::isa<clang::DeclRefExpr>(e))
@@ -2514,8 +2515,9 @@ private:
       return fill(on, group_value({Group::Scope::Block, block_threads(), 0}));
     case GroupCall::ThisGrid:
       if (blocks != 1)
-        not_modelled(call, fmt::format("'{}' on a launch of {} blocks (a grid-wide group)",
-                                       text_of(call), blocks));
+        not_modelled(call,
+                     fmt::format("'{}' on a launch of {} blocks (a grid-wide group)",
+                                 text_of(call), blocks));
       return fill(on, group_value({Group::Scope::Grid, block_threads(), 0}));
     case GroupCall::TiledPartition:
       return tiled_partition(call, callee, on);
@@ -2539,7 +2541,8 @@ private:
       width = eval(call->getArg(1), on);
     else if (template_args && template_args->size() > 0 &&
              template_args->get(0).getKind() == clang::TemplateArgument::Integral)
-      width = fill(on, Value::integer(template_args->get(0).getAsIntegral().getExtValue()));
+      width =
+          fill(on, Value::integer(template_args->get(0).getAsIntegral().getExtValue()));
     else
       unmodelled_group(call);
     Values out(on.size());
@@ -2561,7 +2564,8 @@ private:
   Values group_integers(const clang::CallExpr *call, GroupCall kind, const Group &g,
                         const Mask &on) {
     bool tile = g.scope == Group::Scope::Tile, grid = g.scope == Group::Scope::Grid;
-    if (((kind == GroupCall::MetaGroupRank || kind == GroupCall::MetaGroupSize) && !tile) ||
+    if (((kind == GroupCall::MetaGroupRank || kind == GroupCall::MetaGroupSize) &&
+         !tile) ||
         ((kind == GroupCall::BlockRank || kind == GroupCall::NumBlocks) && !grid))
       unmodelled_group(call);
     Values out(on.size());
@@ -2601,9 +2605,9 @@ private:
   // block.group_index().x, block.thread_index().y, grid.dim_blocks().z, ...
   std::optional<Values> group_dim3_member(const clang::Expr *e, const Mask &on) {
     const auto *member = llvm::dyn_cast<clang::MemberExpr>(e->IgnoreParens());
-    const auto *call = member ? llvm::dyn_cast<clang::CallExpr>(
-                                    member->getBase()->IgnoreImplicit())
-                              : nullptr;
+    const auto *call =
+        member ? llvm::dyn_cast<clang::CallExpr>(member->getBase()->IgnoreImplicit())
+               : nullptr;
     const clang::FunctionDecl *callee = call ? call->getDirectCallee() : nullptr;
     if (!callee || !in_cooperative_groups(callee))
       return std::nullopt;
@@ -2653,8 +2657,8 @@ private:
                       const Mask &on) {
     if (g.scope != Group::Scope::Tile || call->getNumArgs() != 2)
       unmodelled_group(call);
-    Shuffle shuffle = kind == GroupCall::Shfl      ? Shuffle::Idx
-                      : kind == GroupCall::ShflXor ? Shuffle::Xor
+    Shuffle shuffle = kind == GroupCall::Shfl       ? Shuffle::Idx
+                      : kind == GroupCall::ShflXor  ? Shuffle::Xor
                       : kind == GroupCall::ShflDown ? Shuffle::Down
                                                     : Shuffle::Up;
     ShuffleArgs args{Values(on.size()), value(call->getArg(0), on),
@@ -2676,9 +2680,10 @@ private:
     std::vector<int> lanes;
     for (int lane = first; lane < last; ++lane) {
       if (!on[lane] || !threads_[lane].guards.empty())
-        not_modelled(call, fmt::format("'{}' reached by some threads of a tile but not by "
-                                       "{}",
-                                       text_of(call), thread_id(lane).str()));
+        not_modelled(call,
+                     fmt::format("'{}' reached by some threads of a tile but not by "
+                                 "{}",
+                                 text_of(call), thread_id(lane).str()));
       lanes.push_back(lane);
     }
     return lanes;
@@ -2707,7 +2712,8 @@ private:
     if (call->getNumArgs() != 3)
       unmodelled_group(call);
     Group g = uniform_group(call, eval_group(call->getArg(0), on), on);
-    const auto *op = call->getArg(2)->getType().getNonReferenceType()->getAsCXXRecordDecl();
+    const auto *op =
+        call->getArg(2)->getType().getNonReferenceType()->getAsCXXRecordDecl();
     std::string name = op && in_cooperative_groups(op) ? op->getNameAsString() : "";
     if (g.scope != Group::Scope::Tile ||
         (name != "plus" && name != "less" && name != "greater"))
