@@ -15,7 +15,10 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace shardproof::analyzer {
 
@@ -277,6 +280,92 @@ std::string sixteen_bit_note(const cuda::KernelLaunch &launch) {
                      fmt::join(narrow, ", "));
 }
 
+// The output elements whose obligations are the same up to a renaming of
+// the input variables (one row of each batch, the rows of a softmax): the
+// prover gets the first of each kind only, for every one of them, since
+// lhs = rhs for all values of the variables holds for any renaming of them.
+// Every element is still compared: each is in the class of an element proved.
+struct DistinctPairs {
+  std::vector<TermId> lhs, rhs;
+  std::vector<std::size_t> element; // the output element of each pair given
+};
+
+// A pair's DAG with its variables numbered by first appearance: equal for
+// two pairs exactly when one is the other with its variables renamed.
+class RenamedShapes {
+public:
+  explicit RenamedShapes(const terms::TermStore &store)
+      : store_(store), stamp_(store.size(), 0), number_(store.size(), 0) {}
+
+  std::vector<std::uint64_t> of(TermId lhs, TermId rhs) {
+    ++pair_;
+    shape_.clear();
+    nodes_ = variables_ = 0;
+    visit(lhs);
+    visit(rhs);
+    return shape_;
+  }
+
+private:
+  std::uint64_t visit(TermId t) {
+    if (stamp_[t] == pair_)
+      return number_[t];
+    const terms::Node &n = store_.node(t);
+    std::vector<std::uint64_t> args;
+    args.reserve(n.args.size());
+    for (TermId a : n.args)
+      args.push_back(visit(a));
+    shape_.push_back(static_cast<std::uint64_t>(n.op) << 32 | n.args.size());
+    if (n.op == terms::Op::Var)
+      shape_.push_back(variables_++ << 8 |
+                       static_cast<std::uint64_t>(store_.variable(t).kind));
+    else // a constant by its (hash-consed) term, else the node's payload
+      shape_.push_back(n.op == terms::Op::Const ? t : n.payload);
+    shape_.insert(shape_.end(), args.begin(), args.end());
+    stamp_[t] = pair_;
+    return number_[t] = nodes_++;
+  }
+
+  const terms::TermStore &store_;
+  std::vector<std::uint32_t> stamp_; // the pair that numbered the node
+  std::vector<std::uint64_t> number_;
+  std::vector<std::uint64_t> shape_;
+  std::uint32_t pair_ = 0;
+  std::uint64_t nodes_ = 0, variables_ = 0;
+};
+
+struct ShapeHash {
+  std::size_t operator()(const std::vector<std::uint64_t> &v) const {
+    std::size_t h = v.size();
+    for (std::uint64_t x : v)
+      h ^= std::hash<std::uint64_t>{}(x) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+// The nodes a launch's pairs may be walked over to find the distinct ones
+// (about a second); past it every pair goes to the prover.
+constexpr std::size_t kMaxShapeWork = 8'000'000;
+
+DistinctPairs distinct_pairs(const terms::TermStore &store, std::span<const TermId> lhs,
+                             std::span<const TermId> rhs) {
+  DistinctPairs out;
+  RenamedShapes shapes(store);
+  std::unordered_set<std::vector<std::uint64_t>, ShapeHash> seen;
+  std::size_t work = 0;
+  for (std::size_t i = 0; i < lhs.size(); ++i) {
+    bool walk = work < kMaxShapeWork;
+    auto shape = walk ? shapes.of(lhs[i], rhs[i]) : std::vector<std::uint64_t>{};
+    work += shape.size();
+    if (!walk || seen.insert(std::move(shape)).second) {
+      out.lhs.push_back(lhs[i]);
+      out.rhs.push_back(rhs[i]);
+      out.element.push_back(i);
+    }
+  }
+  return out;
+}
+
 // One launch's verdict: its findings, or its obligation proved or refuted.
 TargetResult lifted_result(terms::TermStore &store, const Target &target,
                            const cuda::KernelLaunch &launch, const Reference &reference,
@@ -303,8 +392,11 @@ TargetResult lifted_result(terms::TermStore &store, const Target &target,
                                                       *budget);
   else
     prover = std::make_unique<prover::WorkerProver>(options.prover);
-  Verdict verdict =
-      prover->prove(store, lifted.buffers.at(launch.output), reference.output);
+  DistinctPairs pairs =
+      distinct_pairs(store, lifted.buffers.at(launch.output), reference.output);
+  Verdict verdict = prover->prove(store, pairs.lhs, pairs.rhs);
+  if (verdict.counterexample)
+    verdict.counterexample->element = pairs.element.at(verdict.counterexample->element);
   if (verdict.kind == Verdict::Kind::Refuted && verdict.counterexample)
     result.findings.push_back(mismatch_finding(store, launch, reference, lifted, name,
                                                *verdict.counterexample));
