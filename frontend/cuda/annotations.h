@@ -17,7 +17,8 @@
 //        (one buffer per rank; the reference sees them stacked, [N,D0,...])
 //   // shardproof: arg NAME = int32[D0,...] [per-rank] zeros   (flags, all 0)
 //   // shardproof: arg NAME = ptrs(BUF)       (a device array of the ranks' BUF
-//                                            buffers, rank order: T** or T* const*)
+//        buffers, rank order: T**, T* const*, or a struct of one array of
+//        pointers (vLLM's RankData) by value or by pointer)
 //   // shardproof: reference OUT = EXPR
 //        (OUT per-rank: EXPR of OUT's shape is every rank's OUT; of [N,D0,...],
 //        row r is rank r's)

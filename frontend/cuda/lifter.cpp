@@ -2761,6 +2761,10 @@ private:
     UnitScheduler scheduler;
     order_ = &order;
     scheduler_ = &scheduler;
+    struct Done { // however the run ends, they are gone
+      Lifter &lifter;
+      ~Done() { lifter.order_ = nullptr, lifter.scheduler_ = nullptr; }
+    } done{*this};
     auto unit_body = [&](int unit) {
       unit_ = unit;
       rank_ = order.rank_of(unit);
@@ -2768,15 +2772,7 @@ private:
       int b = unit % blocks;
       run_block({b % gx, b / gx % gy, b / (gx * gy)}, kernel, parameters[rank_]);
     };
-    try {
-      scheduler.run(launch_.ranks * blocks, unit_body, [this] { return writes_; });
-    } catch (...) {
-      order_ = nullptr;
-      scheduler_ = nullptr;
-      throw;
-    }
-    order_ = nullptr;
-    scheduler_ = nullptr;
+    scheduler.run(launch_.ranks * blocks, unit_body, [this] { return writes_; });
   }
 
   // A loop iteration that changed nothing: the loop waits for memory that
