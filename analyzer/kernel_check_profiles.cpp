@@ -22,12 +22,8 @@ using frontend::TraceFailure;
 namespace {
 
 // A case is lifted at its smallest launch when that has at most this many
-// output elements; a larger one is "could not prove", said so. What it
-// bounds is the lift (its terms stay in this process) and the proof: RMS
-// norm rows of 16384 elements lift and prove in about 15 s (docs/coverage.md),
-// a causal softmax of 8 x 33 x 33 in 3 s once its batches' pairs are shared
-// (kernel_check.cpp); the next cases of the real trees are 2-16 times larger.
-constexpr std::int64_t kMaxCaseElements = 16384;
+// output elements; a larger one is "could not prove", said so.
+constexpr std::int64_t kMaxCaseElements = 1024;
 
 // The sizes each integer parameter of a dispatcher is run at: the small ones
 // and both sides of each power of two up to 2^16 (where log2_ceil changes).
@@ -69,6 +65,31 @@ std::int64_t output_elements(const cuda::KernelLaunch &launch) {
   return out ? ir::element_count(out->shape) : 0;
 }
 
+// The widths each case is tried at besides its smallest size: the smallest
+// sizes whose buffers' innermost dimensions are multiples of each.
+constexpr std::int64_t kWidths[] = {2, 4, 8};
+
+// The largest of 1, 2, 4 and 8 dividing the innermost dimension of every
+// buffer the launch moves (what a vectorised kernel needs of its rows).
+std::int64_t alignment(const cuda::KernelLaunch &launch) {
+  std::int64_t k = 8;
+  for (const cuda::KernelArg &arg : launch.args)
+    if (arg.buffer_type && !arg.shape.empty())
+      while (arg.shape.back() % k != 0)
+        k /= 2;
+  return k;
+}
+
+// The names of the sizes in `sizes` that differ from `from`.
+std::vector<std::string> changed(const std::map<std::string, std::int64_t> &from,
+                                 const std::map<std::string, std::int64_t> &sizes) {
+  std::vector<std::string> names;
+  for (const auto &[name, value] : sizes)
+    if (auto it = from.find(name); it == from.end() || it->second != value)
+      names.push_back(name);
+  return names;
+}
+
 // A profile's launch for a host's choice; a choice that lacks a value the
 // profile reads (an argument the host computed from something not followed)
 // is said so, never an exception.
@@ -85,6 +106,16 @@ std::optional<cuda::KernelLaunch> complete(const cuda::KernelProfile &profile,
                       profile.name());
     return std::nullopt;
   }
+}
+
+// The entries of `sizes` named in `names`.
+std::map<std::string, std::int64_t>
+restricted(const std::map<std::string, std::int64_t> &sizes,
+           const std::vector<std::string> &names) {
+  std::map<std::string, std::int64_t> out;
+  for (const std::string &name : names)
+    out[name] = sizes.at(name);
+  return out;
 }
 
 struct Profiled {
@@ -128,6 +159,13 @@ private:
     std::optional<cuda::KernelLaunch> completed;
     std::string why; // when not completed
     std::int64_t elements = 0;
+  };
+  using Sizes = std::map<std::string, std::int64_t>;
+  // A size a case was tried at and its verdict there.
+  struct Tried {
+    Case at;
+    std::int64_t width = 1; // alignment() of its launch (1 when not covered)
+    TargetResult result;
   };
   struct Unlaunched {
     std::set<std::string> varied; // "elems_per_row = 65", each size tried that got here
@@ -187,26 +225,35 @@ private:
       }
       for (const cuda::HostLaunch &launch : run.launches)
         record_case(launch, ints);
-      // An optional pointer (p == nullptr chooses another kernel): the
-      // cases it launches too; what it leaves unlaunched is no finding (a
-      // required buffer left out).
-      for (const std::string &pointer : host_.pointer_params) {
-        cuda::HostRun without = parsed_.run_host(callee_, ints, {pointer});
-        if (without.end == cuda::HostRun::End::Returned)
-          for (const cuda::HostLaunch &launch : without.launches)
-            if (!launch.null_buffer) // the left-out pointer not passed to it
-              record_case(launch, ints);
-      }
+      for (const cuda::HostLaunch &launch : optional_launches(ints))
+        record_case(launch, ints);
       return true;
     }
     return true; // refused at every trial: not a size the host accepts
   }
 
-  void record_case(const cuda::HostLaunch &launch,
-                   const std::map<std::string, std::int64_t> &sizes) {
+  // An optional pointer (p == nullptr chooses another kernel): the launches
+  // made with each pointer left out that do not pass it; what it leaves
+  // unlaunched is no finding (a required buffer left out).
+  std::vector<cuda::HostLaunch> optional_launches(const Sizes &ints) const {
+    std::vector<cuda::HostLaunch> launches;
+    for (const std::string &pointer : host_.pointer_params) {
+      cuda::HostRun without = parsed_.run_host(callee_, ints, {pointer});
+      if (without.end == cuda::HostRun::End::Returned)
+        for (const cuda::HostLaunch &launch : without.launches)
+          if (!launch.null_buffer) // the left-out pointer not passed to it
+            launches.push_back(launch);
+    }
+    return launches;
+  }
+
+  // A launch as a case (KERNEL<TEMPLATE ARGS>) completed by its kernel's
+  // profile; nullopt for a kernel without one (nothing to compare it with).
+  std::optional<std::pair<std::string, Case>> case_of(const cuda::HostLaunch &launch,
+                                                      const Sizes &sizes) const {
     auto kernel = profiled_.find(launch.kernel);
     if (kernel == profiled_.end())
-      return; // a kernel without a profile: nothing to compare it with
+      return std::nullopt;
     std::string callee = launch.kernel;
     if (!launch.choice.template_args.empty())
       callee += fmt::format("<{}>", fmt::join(launch.choice.template_args, ", "));
@@ -218,13 +265,83 @@ private:
       found.completed->loc = launch.loc;
       found.elements = output_elements(*found.completed);
     }
+    return std::pair{std::move(callee), std::move(found)};
+  }
+
+  void record_case(const cuda::HostLaunch &launch, const Sizes &sizes) {
+    auto made = case_of(launch, sizes);
+    if (!made)
+      return;
+    auto &[callee, found] = *made;
     auto it = cases_.find(callee);
     if (it == cases_.end() || (found.completed && (!it->second.completed ||
                                                    found.elements < it->second.elements)))
       cases_[callee] = std::move(found);
   }
 
+  // Case `callee` as the host launches it at `sizes`, its profile covering
+  // the launch; nullopt where the host refuses the sizes, launches another
+  // case or one its profile does not cover.
+  std::optional<Case> case_at(const std::string &callee, const Sizes &sizes) const {
+    cuda::HostRun run = parsed_.run_host(callee_, sizes);
+    if (run.end != cuda::HostRun::End::Returned)
+      return std::nullopt;
+    for (bool optional : {false, true})
+      for (const cuda::HostLaunch &launch :
+           optional ? optional_launches(sizes) : run.launches)
+        if (auto made = case_of(launch, sizes);
+            made && made->first == callee && made->second.completed)
+          return std::move(made->second);
+    return std::nullopt;
+  }
+
+  // The smallest launch of case `callee` whose buffers' innermost
+  // dimensions are multiples of k: `from`'s sizes with one size parameter,
+  // else two (strides never), rounded up to a multiple of k.
+  std::optional<Case> aligned_case(const std::string &callee, const Case &from,
+                                   std::int64_t k) const {
+    std::vector<std::string> free;
+    for (const auto &[name, value] : from.sizes)
+      if (value % k != 0 && name.find("stride") == std::string::npos)
+        free.push_back(name);
+    std::optional<Case> best;
+    auto consider = [&](std::initializer_list<std::string> rounded) {
+      Sizes sizes = from.sizes;
+      for (const std::string &name : rounded)
+        sizes[name] = (sizes[name] + k - 1) / k * k;
+      std::optional<Case> found = case_at(callee, sizes);
+      if (found && alignment(*found->completed) >= k &&
+          (!best || found->elements < best->elements))
+        best = std::move(found);
+    };
+    for (std::size_t i = 0; i < free.size(); ++i)
+      consider({free[i]});
+    for (std::size_t i = 0; !best && i < free.size(); ++i)
+      for (std::size_t j = i + 1; j < free.size(); ++j)
+        consider({free[i], free[j]});
+    return best;
+  }
+
+  // A case at its smallest size and at the smallest sizes that are
+  // multiples of 2, 4 and 8 (each run once), then its verdict over them.
   TargetResult check_case(const std::string &callee, const Case &found) const {
+    std::vector<Tried> tried{try_case(callee, found)};
+    for (std::int64_t k : kWidths) {
+      if (std::any_of(tried.begin(), tried.end(),
+                      [&](const Tried &t) { return t.width >= k; }))
+        continue; // the smallest size of this width is run already
+      if (std::optional<Case> aligned = aligned_case(callee, found, k))
+        tried.push_back(try_case(callee, *aligned));
+    }
+    return combined(callee, std::move(tried));
+  }
+
+  Tried try_case(const std::string &callee, const Case &found) const {
+    return {found, found.completed ? alignment(*found.completed) : 1,
+            run_case(callee, found)};
+  }
+
+  TargetResult run_case(const std::string &callee, const Case &found) const {
     Target target = file_;
     std::string sizes = sizes_str(host_.int_params, found.sizes);
     target.function = fmt::format("{} (launched by {}{})", callee, host_.name,
@@ -245,8 +362,120 @@ private:
                        kMaxCaseElements)});
     else
       result = check_launch(file_, parsed_, *found.completed, options_);
-    result.target = target;
     return result;
+  }
+
+  // The width k whose sizes tried are all proved while every size tried
+  // below it faults or is one the profile does not cover; nullopt if none.
+  static std::optional<std::int64_t> precondition(const std::vector<Tried> &tried) {
+    for (std::int64_t k : kWidths) {
+      bool aligned = false, below = false, holds = true;
+      for (const Tried &t : tried) {
+        TargetVerdict verdict = t.result.verdict();
+        if (t.width >= k)
+          aligned = true, holds &= verdict == TargetVerdict::Proved;
+        else
+          below = true, holds &= verdict == TargetVerdict::Refuted || !t.at.completed;
+      }
+      if (aligned && below && holds)
+        return k;
+    }
+    return std::nullopt;
+  }
+
+  // One result for the case over the sizes tried: proved where each is; at
+  // a precondition (a fault only below width k), the proofs at the aligned
+  // sizes and an SP019 warning; otherwise the first size that is not proved
+  // as its own verdict.
+  TargetResult combined(const std::string &callee, std::vector<Tried> tried) const {
+    const Sizes &first = tried.front().at.sizes;
+    std::vector<std::string> also;
+    for (std::size_t i = 1; i < tried.size(); ++i)
+      also.push_back(
+          sizes_str(host_.int_params,
+                    restricted(tried[i].at.sizes, changed(first, tried[i].at.sizes))));
+    std::string sizes = sizes_str(host_.int_params, first);
+    Target target = file_;
+    target.function = fmt::format(
+        "{} (launched by {}{}{})", callee, host_.name,
+        sizes.empty() ? "" : " at " + sizes,
+        also.empty() ? "" : fmt::format("; also at {}", fmt::join(also, "; ")));
+    std::optional<std::int64_t> k = precondition(tried);
+    auto proved = [](const Tried &t) {
+      return t.result.verdict() == TargetVerdict::Proved;
+    };
+    TargetResult result;
+    if (!k && !std::all_of(tried.begin(), tried.end(), proved)) {
+      auto shown = std::find_if(tried.begin(), tried.end(), [](const Tried &t) {
+        return t.result.verdict() == TargetVerdict::Refuted;
+      });
+      result =
+          (shown == tried.end() ? *std::find_if_not(tried.begin(), tried.end(), proved)
+                                : *shown)
+              .result;
+      result.target = target;
+      if (shown != tried.end())
+        for (const Tried &t : tried)
+          if (&t != &*shown && t.result.verdict() == TargetVerdict::Refuted)
+            result.findings.front().details.push_back(
+                fmt::format("at {} too (a multiple of {}): {}",
+                            sizes_str(host_.int_params, t.at.sizes), t.width,
+                            t.result.findings.front().message));
+      return result;
+    }
+    result.target = target;
+    result.world = 1;
+    for (const Tried &t : tried) {
+      result.seconds += t.result.seconds;
+      if (proved(t))
+        for (checkers::ObligationResult o : t.result.obligations) {
+          if (tried.size() > 1)
+            o.name += " at " + sizes_str(host_.int_params, t.at.sizes);
+          result.obligations.push_back(std::move(o));
+        }
+    }
+    if (k)
+      stated_precondition(result, tried, *k);
+    return result;
+  }
+
+  // The case proved at the sizes of width k only: the target says so, and a
+  // fault below it is an SP019 warning.
+  void stated_precondition(TargetResult &result, const std::vector<Tried> &tried,
+                           std::int64_t k) const {
+    std::set<std::string> params; // those the aligned sizes rounded
+    std::vector<std::string> aligned;
+    const Sizes &first = tried.front().at.sizes;
+    for (const Tried &t : tried)
+      if (t.width >= k) {
+        std::vector<std::string> names = changed(first, t.at.sizes);
+        params.insert(names.begin(), names.end());
+        aligned.push_back(sizes_str(host_.int_params, restricted(t.at.sizes, names)));
+      }
+    std::string where = fmt::format(
+        "{} {} of {}", fmt::join(params, " and "),
+        params.size() == 1 ? "is a multiple" : "are multiples", k);
+    result.target.function.insert(result.target.function.size() - 1,
+                                  fmt::format("; proved where {}", where));
+    auto fault = std::find_if(tried.begin(), tried.end(), [](const Tried &t) {
+      return t.result.verdict() == TargetVerdict::Refuted;
+    });
+    if (fault == tried.end())
+      return; // below k the profile gives no reference: nothing to warn of
+    const Finding &was = fault->result.findings.front();
+    Finding f = Finding::of(
+        RuleCode::UncheckedPrecondition, was.loc,
+        fmt::format("'{}' accepts {} but there its kernel faults ({}): {}; every size "
+                    "tried where {} is proved ({}): the C++ entry does not check what "
+                    "its callers must ensure",
+                    host_.name, sizes_str(host_.int_params, fault->at.sizes),
+                    checkers::rule(was.rule).id, was.message, where,
+                    fmt::join(aligned, "; ")));
+    f.example = was.example;
+    f.notes = was.notes;
+    f.notes.push_back({host_.loc, fmt::format("'{}' is defined here", host_.name)});
+    result.findings.push_back(std::move(f));
+    apply_rule_selection(result, options_.rules);
   }
 
   TargetResult unlaunched_result() const {
