@@ -401,8 +401,15 @@ TEST(CudaDispatch, ASizeNoCaseLaunchesIsKernelNotLaunched) {
              "as it was [SP015]"))
       << r.out;
   EXPECT_EQ(count(r.out, "[SP015]"), 1u) << r.out;
-  // The cases it has are each checked, and proved.
-  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 6u) << r.out;
+  // The cases it has are each checked, and proved (at their smallest size and
+  // the smallest multiples of 2, 4 and 8 of key_seq_len that launch them).
+  EXPECT_EQ(count(r.out, ": proved ("), 6u) << r.out;
+  EXPECT_TRUE(has(r.out, "scaled_softmax_warp_forward<float, float, float, 3> (launched "
+                         "by dispatch_scaled_softmax_forward at query_seq_len = 32, "
+                         "key_seq_len = 5, batches = 1, attn_heads = 1; also at "
+                         "key_seq_len = 6; key_seq_len = 8) --world 1: proved (3 "
+                         "obligations: 3 proved"))
+      << r.out;
 }
 
 TEST(CudaDispatch, KernelNotLaunchedIsARuleWithItsDocs) {
@@ -720,6 +727,70 @@ TEST(CudaCli, AGridGroupOfSeveralBlocksIsNotProvedAndSaysWhere) {
                          "grid-wide group) at " +
                              path + ":7:41 is not modelled"))
       << r.out;
+}
+
+// Rows alike up to a renaming of their inputs are proved once; a row that is
+// wrong is its own obligation and is refuted at its own element.
+TEST(CudaCli, OnlyTheRowThatReadsAnotherRowsInputsIsRefuted) {
+  auto r = run_cli({"check", kernel("rms_norm_last_block_reads_first_row.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/rms_norm_last_block_reads_first_row.cu:51:5: "
+                         "error: the value kernel 'rms_norm' writes here into out[2,0] "
+                         "differs from the reference"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "  Rank 0: out[2,0] = 0  (should be 9.79326)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "out[2,0] was written by thread (0,0,0) of block (2,0,0)"))
+      << r.out;
+}
+
+// A dispatcher whose float4 kernel needs rows of a multiple of 4 it does not
+// check: run at its smallest size and the smallest multiples of 2, 4 and 8.
+TEST(CudaDispatch, AFaultOnlyAtUnalignedSizesIsAnUncheckedPrecondition) {
+  auto r = run_cli({"check", profiled("dispatch_bias_gelu_float4.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(
+      r.out,
+      "dispatch_bias_gelu_float4.cuh:21:41: warning: 'launch_bias_gelu' accepts "
+      "intermediate_size = 1, batch_size = 1 but there its kernel faults (SP014): "
+      "out-of-bounds read of input[1] ('*reinterpret_cast<const float4 *>(input + "
+      "offset)') by thread (0,0,0) of block (0,0,0): the global buffer has 1 element; "
+      "every size tried where intermediate_size is a multiple of 4 is proved "
+      "(intermediate_size = 4; intermediate_size = 8): the C++ entry does not check what "
+      "its callers must ensure [SP019]\n"))
+      << r.out;
+  // The case counts as proved at the aligned sizes, and says which were run.
+  EXPECT_TRUE(has(r.out, "::fused_bias_gelu<float> (launched by launch_bias_gelu at "
+                         "intermediate_size = 1, batch_size = 1; also at "
+                         "intermediate_size = 2; intermediate_size = 4; "
+                         "intermediate_size = 8; proved where intermediate_size is a "
+                         "multiple of 4) --world 1: proved (2 obligations: 2 proved"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "error:")) << r.out;
+}
+
+TEST(CudaDispatch, AFaultAtAlignedSizesTooStaysAnError) {
+  auto r = run_cli({"check", profiled("dispatch_bias_gelu_float4_half_step.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "dispatch_bias_gelu_float4.cuh:21:41: error: out-of-bounds read of "
+                  "input[1] ('*reinterpret_cast<const float4 *>(input + offset)') by "
+                  "thread (0,0,0) of block (0,0,0): the global buffer has 1 element "
+                  "[SP014]\n"))
+      << r.out;
+  EXPECT_TRUE(has(r.out,
+                  "  at intermediate_size = 4, batch_size = 1 too (a multiple of 4): "
+                  "misaligned access of input[2] ('*reinterpret_cast<const float4 *>"
+                  "(input + offset)') by thread (1,0,0) of block (0,0,0): a 'float4' "
+                  "needs 16-byte alignment and element 2 of the global float32 buffer "
+                  "starts at byte 8\n"))
+      << r.out;
+  EXPECT_FALSE(has(r.out, "[SP019]")) << r.out;
+}
+
+TEST(CudaDispatch, UncheckedSizePreconditionIsARuleWithItsDocs) {
+  auto r = run_cli({"rules"});
+  EXPECT_TRUE(has(r.out, "SP019")) << r.out;
+  EXPECT_TRUE(has(r.out, "unchecked-size-precondition")) << r.out;
 }
 
 // Rows alike up to a renaming of their inputs are proved once; a row that is
