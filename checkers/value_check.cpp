@@ -234,8 +234,11 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
   auto &store = context.store;
   const Layout inferred = infer_layout(store, ob.value, context.seeds());
   // The locator follows a forward and its backward; an optimizer step's
-  // writes are reported where the step made the value.
-  auto divergence = ob.role == ir::Output::Role::ParameterAfterStep
+  // writes are reported where the step made the value, and a gradient norm
+  // where it is computed: each rank's partial norm differs from the
+  // reference's by design, so the first value that differs is no cause.
+  auto divergence = ob.role == ir::Output::Role::ParameterAfterStep ||
+                            ob.role == ir::Output::Role::GradientNorm
                         ? std::nullopt
                         : locate_divergence(store, context.program, ob.home_rank,
                                             ob.home_node, inferred, context.seeds());

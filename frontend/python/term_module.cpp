@@ -380,6 +380,12 @@ PyObject *term_get_is_const(PyObject *a, void *) {
   return PyBool_FromLong(store().is_concrete(reinterpret_cast<TermObject *>(a)->id));
 }
 
+// Outside the reals and outside what shardproof models (an Unmodelled
+// extended value): no predicate of it may be decided.
+PyObject *term_get_is_unmodelled(PyObject *a, void *) {
+  return PyBool_FromLong(store().is_unmodelled(reinterpret_cast<TermObject *>(a)->id));
+}
+
 PyNumberMethods term_number = [] {
   PyNumberMethods m{};
   m.nb_add = in_trace<term_add>;
@@ -400,6 +406,7 @@ PyNumberMethods term_number = [] {
 PyGetSetDef term_getset[] = {
     {"id", term_get_id, nullptr, nullptr, nullptr},
     {"is_const", in_trace<term_get_is_const>, nullptr, nullptr, nullptr},
+    {"is_unmodelled", in_trace<term_get_is_unmodelled>, nullptr, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 

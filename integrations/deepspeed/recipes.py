@@ -416,6 +416,41 @@ def _engine_step(engine, stage, dist):
     return backward, finalize_grads
 
 
+CLIPPING = 1.0  # the config's gradient_clipping of the recipes' `clip` option
+
+
+def _engine_norm_and_step(engine):
+    """The entry's (grad_norm, step) for an engine configured with gradient
+    clipping: engine.step(), which computes the global gradient norm,
+    clips by it and steps (ZeRO inside its optimizer's step, ZeRO 0 by
+    deepspeed.runtime.utils.clip_grad_norm_ in _take_model_step). The norm
+    is what the engine clipped by: the ZeRO optimizer's _global_grad_norm,
+    or the value clip_grad_norm_ returned, which ZeRO 0's engine discards.
+    The step itself has then run; `step` has nothing left to do and the
+    updated parameters are checked."""
+    import deepspeed.runtime.engine as engine_module
+    clip = engine_module.clip_grad_norm_
+    clipped = []
+
+    def grad_norm():
+        def recording(*args, **kwargs):
+            clipped.append(clip(*args, **kwargs))
+            return clipped[-1]
+        engine_module.clip_grad_norm_ = recording
+        try:
+            engine.step()
+        finally:
+            engine_module.clip_grad_norm_ = clip
+        if clipped:
+            return clipped[-1]
+        norm = getattr(engine.optimizer, "_global_grad_norm", None)
+        if not isinstance(norm, torch.Tensor):
+            raise RecipeError("the engine's step computed no gradient norm to clip by")
+        return norm
+
+    return grad_norm, lambda: None
+
+
 @options(stage=(0, 1, 2))
 def ulysses_engine():
     """UlyssesLayer trained by DeepSpeedEngine (deepspeed.initialize with
@@ -535,7 +570,7 @@ def _expert_names(local, ep_rank):
     return rename
 
 
-@options(stage=(0, 1, 2), topk=(1, 2), local_experts=(1, 2))
+@options(stage=(0, 1, 2), topk=(1, 2), local_experts=(1, 2), clip=(0, 1))
 def moe_engine():
     """deepspeed.moe.layer.MoE trained by DeepSpeedEngine (SGD, fp32, ZeRO
     `stage`): `--ep E` experts-parallel ranks, `--dp D` more data-parallel
@@ -547,6 +582,7 @@ def moe_engine():
     scaled as the data-parallel average), so every gradient must be the
     reference's: the same MoE on one device over the whole batch."""
     stage, k, local = option("stage"), option("topk"), option("local_experts")
+    clip = option("clip")
     deepspeed, dist = _deepspeed()
     try:
         import deepspeed.moe.layer  # noqa: F401
@@ -561,7 +597,8 @@ def moe_engine():
               "gradient_accumulation_steps": 1,
               "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
                                     "allgather_bucket_size": 64},
-              "zero_allow_untested_optimizer": True}
+              "zero_allow_untested_optimizer": True,
+              "gradient_clipping": CLIPPING if clip else 0.0}
     optimizer = torch.optim.SGD(_moe_optimizer_groups(model), lr=0.1)
     engine, _, _, _ = deepspeed.initialize(model=model, config=config, optimizer=optimizer)
     if hasattr(engine, "monitor"):
@@ -573,9 +610,12 @@ def moe_engine():
         return (out * out).sum() / out.shape[0]
 
     backward, finalize_grads = _engine_step(engine, stage, dist)
-    return {"model": engine, "inputs": (local_x.detach().requires_grad_(),), "loss": loss,
-            "backward": backward, "finalize_grads": finalize_grads,
-            "parameter_names": _expert_names(local, layout.coordinate("ep"))}
+    entry = {"model": engine, "inputs": (local_x.detach().requires_grad_(),), "loss": loss,
+             "backward": backward, "finalize_grads": finalize_grads,
+             "parameter_names": _expert_names(local, layout.coordinate("ep"))}
+    if clip:
+        entry["grad_norm"], entry["step"] = _engine_norm_and_step(engine)
+    return entry
 
 
 def _experts_to_pick_from(layout, values):

@@ -575,17 +575,44 @@ mlp_ddp_avg = variant(mlp_ddp, average_in_collective=1)
 # ---- The optimizer: gradient norm, clipping and the step ----
 
 
-@options(optimizer=("adam", "sgd"), clip=(1, 0))
+@options(optimizer=("adam", "sgd"), clip=(1, 0), distributed_optimizer=(0, 1))
 def mlp_optimizer():
     """mlp_ddp trained one step by the tree's own optimizer, built by
-    get_megatron_optimizer as training does (fp32, SGD or Adam): after
+    get_megatron_optimizer as training does (fp32, SGD or Adam; Megatron's
+    DistributedOptimizer when `distributed_optimizer`): after
     finalize_model_grads, the gradient norm it computes for clipping (over
     the gradients that are not tensor-parallel duplicates, summed over the
     model-parallel group), clipping at 1.0 (`clip`), and the step, whose
-    updated parameters are checked against the reference's."""
+    updated parameters (all-gathered from the distributed optimizer's
+    shards by the tree) are checked against the reference's."""
+    distributed = bool(option("distributed_optimizer"))
     step = _mlp(gated=False, bias=True)
-    step = _ddp_step(step, step["model"].config)
-    return _optimizer_step(step, option("optimizer"), clip=1.0 if option("clip") else 0.0)
+    step = _ddp_step(step, step["model"].config, distributed_optimizer=distributed)
+    if distributed:
+        step = dict(step, finalize_grads=_gathering_grad_shards(step))
+    return _optimizer_step(step, option("optimizer"), clip=1.0 if option("clip") else 0.0,
+                           distributed_optimizer=distributed)
+
+
+def _gathering_grad_shards(step):
+    """`step`'s finalize_grads, then each bucket's reduce-scattered gradient
+    shards gathered over the distributed optimizer's group, so `.grad` is
+    whole where it is checked: after finalize_model_grads a rank's grad
+    buffer holds the reduced gradient only in its own shard of each bucket,
+    the part its optimizer reads (the others are left as they were). The
+    optimizer still reads its shard alone."""
+    finalize, model = step["finalize_grads"], step["model"]
+
+    def finalize_grads():
+        finalize()
+        for group in getattr(model, "bucket_groups", None) or []:
+            size = group.intra_distributed_optimizer_instance_size
+            rank = group.intra_distributed_optimizer_instance_rank
+            for bucket in group.buckets:
+                shard = bucket.grad_data.chunk(size)[rank].clone()
+                torch.distributed.all_gather_into_tensor(
+                    bucket.grad_data, shard, group=group.intra_distributed_optimizer_instance_group)
+    return finalize_grads
 
 
 def mlp_optimizer_norm_with_duplicates():

@@ -783,6 +783,15 @@ CASES.update({
     "leaky_relu": ([(6,)], lambda x: F.leaky_relu(x, 0.2) + torch.nn.LeakyReLU()(x * 2)
                    + F.leaky_relu(x - x.detach(), 0.3)),
     "normalize": ([(2, 3)], lambda x: F.normalize(x) + F.normalize(x, dim=0, eps=0.5)),
+    "linalg_vector_norm": ([(2, 3)], lambda x: torch.linalg.vector_norm(x)
+                           + torch.linalg.vector_norm(x, 2, dim=1).sum()
+                           + torch.linalg.vector_norm(x, ord=2.0, dim=0, keepdim=True).sum()),
+    # Finite inputs: every flag is decided (inf and NaN themselves are
+    # extended values, tests/e2e/extended_reals).
+    "isinf_isnan_isfinite": ([(4,)], lambda x: torch.where(
+        x.isinf() | torch.isnan(x * 2), x, x * x) + torch.isfinite(x) * x),
+    "linalg_vector_norm_in_double": ([(3,)], lambda x: torch.linalg.vector_norm(
+        x.double(), dtype=torch.float64)),
     "flatten_unflatten_modules": ([(2, 3, 2)], lambda x: torch.nn.Unflatten(1, (2, 3))(
         torch.nn.Flatten()(x)) * 2),
 })

@@ -417,6 +417,24 @@ TEST(Parameters, AWeightResizedWhileBuiltIsSymbolicAtItsNewShape) {
       << r.out;
 }
 
+// Megatron's DDP points each weight at its view of a flat parameter buffer
+// and copies the weight in; the distributed optimizer steps a shard of the
+// buffer and all-gathers it. The weight lives in the buffer from then on.
+TEST(Parameters, AWeightRepointedAtABufferViewLivesThere) {
+  auto r = run_cli(
+      {"check", "tests/e2e/frontend/flat_buffer_parameters.py::entry_sharded_step"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: step: 'linear.weight' is replicated"), std::string::npos)
+      << r.out;
+  auto twin =
+      run_cli({"check", "tests/e2e/frontend/"
+                        "flat_buffer_parameters.py::entry_sharded_step_ungathered"});
+  EXPECT_EQ(twin.exit_code, 1) << twin.out << twin.err;
+  EXPECT_NE(twin.out.find("refuted: step: 'linear.weight' is replicated"),
+            std::string::npos)
+      << twin.out;
+}
+
 TEST(Parameters, AWeightLeftParkedOnAnotherShapeIsNotTheReferencesWeight) {
   auto r = run_cli(
       {"check", "tests/e2e/frontend/flat_buffer_parameters.py::entry_left_parked"});

@@ -392,7 +392,8 @@ for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",
               "scatter_add", "index_add", "masked_select", "ceil", "floor", "trunc",
               "round", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
-              "logical_and", "logical_or", "logical_xor", "logical_not"):
+              "logical_and", "logical_or", "logical_xor", "logical_not", "isinf", "isnan",
+              "isfinite"):
     globals()[_name] = _unary(_name)
 less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
 
@@ -781,7 +782,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor",  #
 
 
 from . import cuda, jit, autograd, nn, distributed, version, storage, serialization, _C  # noqa: E402,F401,E501
-from . import amp, compiler, library, optim  # noqa: E402,F401
+from . import amp, compiler, library, linalg, optim  # noqa: E402,F401
 from .library import ops  # noqa: E402,F401
 from .autograd import Function  # noqa: E402,F401
 

@@ -556,8 +556,12 @@ class Tensor(metaclass=_TensorType):
         (ZeRO moves each weight to a CPU copy, parks `.data` on a 1-element
         tensor, then points it at its view of the flat buffer built from the
         copies); new symbolic values for a value of another shape (a weight
-        resized or parked, whatever the data); its own values otherwise (an
-        initialisation, not taken)."""
+        resized or parked, whatever the data); otherwise its own values,
+        written into the value's storage, which it lives in from then on:
+        the write is an initialisation, not taken, but the storage is the
+        Parameter's, as in PyTorch (Megatron's DDP points every weight at
+        its view of a flat parameter buffer, copies the weight in, and the
+        distributed optimizer's all-gather later writes the buffer)."""
         own = self.__dict__.setdefault("_own_values", (self._a, self._node))
         if tuple(value.shape) != own[0].shape:
             resized = fresh(value.shape, value.dtype, "param", register=False,
@@ -566,7 +570,10 @@ class Tensor(metaclass=_TensorType):
         if all(isinstance(a, _sp.Term) and isinstance(b, _sp.Term) and a.id == b.id
                for a, b in zip(np.ravel(value._a), own[0].ravel())):
             return value._a, value._node
-        return own
+        if value._a.dtype != object or own[0].dtype != object:
+            return own
+        value._a[...] = own[0]
+        return value._a, own[1]
 
     def _get_data(self):
         """`t.data`: the same storage (a write through it changes t), outside
@@ -952,6 +959,31 @@ class Tensor(metaclass=_TensorType):
 
     def logical_not(self):
         return ~self
+
+    def _float_class(self, op, holds):
+        """isinf/isnan/isfinite, decided per element: a symbolic value is a
+        finite real (variables are, and so is every term of them that is
+        not an extended value: models/terms/term_store.h); an extended
+        value is decided by what it is; one outside what shardproof models
+        decides nothing."""
+        def decide(v):
+            if isinstance(v, _sp.Term):
+                if v.is_unmodelled:
+                    _tracing.unmodelled(f"Tensor.{op}() of a value outside the modelled reals")
+                v = builtins.float(v) if v.is_const else 0.0
+            return holds(builtins.float(v))
+        flags = np.asarray([decide(v) for v in self._a.ravel()], dtype=bool)
+        return record(_bool_array(flags.reshape(self._a.shape)), _dtypes.bool,
+                      op, "elementwise", (self,))
+
+    def isinf(self):
+        return self._float_class("isinf", math.isinf)
+
+    def isnan(self):
+        return self._float_class("isnan", math.isnan)
+
+    def isfinite(self):
+        return self._float_class("isfinite", math.isfinite)
 
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731

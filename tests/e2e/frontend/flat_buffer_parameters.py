@@ -5,7 +5,11 @@ their own symbolic values (so their gradients are checked as any other's);
 `entry_initialised` re-points one at fresh zeros of its shape instead (an
 initialisation: the weight keeps its own values), and `entry_left_parked`
 ends the build with one still parked (a weight of another shape than the
-reference's)."""
+reference's). `entry_sharded_step` is Megatron's DDP and distributed
+optimizer in small: every weight re-pointed at its view of a flat parameter
+buffer of zeros and copied in, each rank stepping its own shard of the
+buffer and all-gathering it (`entry_sharded_step_ungathered` forgets the
+all-gather: every rank keeps the others' shards unstepped)."""
 import torch
 import torch.distributed as dist
 
@@ -85,3 +89,48 @@ def entry_resized_unreduced():
     model.weight.data = torch.zeros(2, 4 // dist.get_world_size())
     model.weight.partition_dim = 1
     return model, (torch.randn(3, 4),)
+
+
+def _sharded_step_entry(gather):
+    model = Reduced()
+    params = list(model.parameters())
+    world, rank = dist.get_world_size(), dist.get_rank()
+    total = sum(p.numel() for p in params)
+    buffer = torch.zeros(total + (-total) % world)
+    offset = 0
+    for p in params:
+        old = p.data
+        p.data = buffer[offset:offset + p.numel()].view(old.shape)
+        p.data.copy_(old)
+        offset += p.numel()
+    x = torch.randn(4, 2)
+    local = x.chunk(world)[rank]
+
+    def finalize_grads():
+        for p in params:
+            dist.all_reduce(p.grad)
+            p.grad /= world
+
+    def step():
+        grads = torch.cat([p.grad.reshape(-1) for p in params])
+        grads = torch.cat([grads, torch.zeros(buffer.numel() - total)])
+        shard = buffer.numel() // world
+        mine = slice(rank * shard, (rank + 1) * shard)
+        with torch.no_grad():
+            buffer[mine] -= 0.1 * grads[mine]
+            if gather:
+                dist.all_gather_into_tensor(buffer, buffer[mine].clone())
+
+    def loss(out):
+        return (out * out).sum() / out.shape[0]
+
+    return {"model": model, "inputs": (local,), "loss": loss,
+            "finalize_grads": finalize_grads, "step": step}
+
+
+def entry_sharded_step():
+    return _sharded_step_entry(gather=True)
+
+
+def entry_sharded_step_ungathered():
+    return _sharded_step_entry(gather=False)
