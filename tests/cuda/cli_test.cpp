@@ -437,7 +437,7 @@ TEST(CudaBuildFlags, ATorchExtensionParsesWithItsCompileCommandsAndStandInHeader
   // shardproof's stand-ins; the dispatcher instantiated at at::Half.
   auto r = run_cli({"check", kernel("extension/csrc/softmax_extension_cuda.cu")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(count(r.out, ": proved (1 obligation: 1 proved"), 3u) << r.out;
+  EXPECT_EQ(count(r.out, ": proved ("), 3u) << r.out; // case 2 at key_seq_len 3 and 4
   EXPECT_TRUE(has(r.out,
                   "scaled_softmax_warp_forward<c10::Half, c10::Half, float, 2> "
                   "(launched by dispatch_scaled_softmax_forward at query_seq_len = "
