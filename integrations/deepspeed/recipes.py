@@ -637,4 +637,6 @@ SCAN = [
     *covering(moe_engine, ("tp=1,dp=2",), _experts_to_pick_from),
     ("moe_engine", "tp=1,ep=2"),
     ("moe_engine", "tp=1,ep=2,stage=2"),
+    # Clipping by the engine's gradient norm with experts spread over ranks.
+    ("moe_engine", "tp=1,ep=2,clip=1"),
 ]

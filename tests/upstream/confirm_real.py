@@ -103,6 +103,9 @@ BUGS = {
         framework="deepspeed", builder="moe_engine_ep2_zero0", world=2,
         parent="4520edd61ce1235f87d062aa075cff412ae11a73",
         fix="e5dd5501c10227ae33dce7d5bdd897741dd3adb7"),
+    "deepspeed-moe-clip-norm-averaged-zero0": dict(
+        framework="deepspeed", builder="moe_engine_ep2_zero0_clip", world=2,
+        parent="edaa7221267243c7be7fb49c5d5f5c4fb97b4641", fix=None),
     "deepspeed-moe-expert-grad-scale-zero2": dict(
         framework="deepspeed", builder="moe_engine_ep2_zero2", world=2,
         parent="bf03f4835295bccc4765c9ae428c5d3e3ddb04fe",
@@ -1185,7 +1188,7 @@ def _zero_gradients_as_grad(optimizer, dist):
             p.grad = p.grad.clone()
 
 
-def _moe_engine(world, ep, stage, local=1, tokens=2):
+def _moe_engine(world, ep, stage, local=1, tokens=2, clip=False):
     """shardproof's moe_engine recipe (topk 1, local_experts `local`) at the
     layout tp=1, ep=`ep` over `world` ranks (the others data parallel), ZeRO
     `stage`; at world 1 the same experts (ep * local) all local. The tree's
@@ -1240,7 +1243,8 @@ def _moe_engine(world, ep, stage, local=1, tokens=2):
     config = {"train_micro_batch_size_per_gpu": tokens // world, "gradient_accumulation_steps": 1,
               "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
                                     "allgather_bucket_size": 64},
-              "zero_allow_untested_optimizer": True}
+              "zero_allow_untested_optimizer": True,
+              "gradient_clipping": 1.0 if clip else 0.0}
     optimizer = torch.optim.SGD(split(groups) if split else groups, lr=0.1)
     engine, _, _, _ = deepspeed.initialize(model=model, config=config, optimizer=optimizer)
     if hasattr(engine, "monitor"):
@@ -1262,11 +1266,24 @@ def _moe_engine(world, ep, stage, local=1, tokens=2):
         if stage:
             _zero_gradients_as_grad(engine.optimizer, dist)
 
+    def norm():
+        """What engine.step() clips by (`clip`): the value ZeRO 0's
+        clip_grad_norm_ returns, or the ZeRO optimizer's _global_grad_norm."""
+        import deepspeed.runtime.engine as engine_module
+        clip_grad_norm_, clipped = engine_module.clip_grad_norm_, []
+        engine_module.clip_grad_norm_ = lambda *a, **k: clipped.append(clip_grad_norm_(*a, **k)) \
+            or clipped[-1]
+        try:
+            engine.step()
+        finally:
+            engine_module.clip_grad_norm_ = clip_grad_norm_
+        return clipped[-1] if clipped else engine.optimizer._global_grad_norm
+
     batch = Shard(0, world, rank)
     return dict(model=engine, inputs=[("x", (tokens, hidden), batch)],
                 params={n: WHOLE for n, _ in engine.named_parameters()}, outputs=[batch],
                 loss=loss, backward=engine.backward, finalize=finalize, rename=rename,
-                input_grad_scale=1.0 / world)
+                input_grad_scale=1.0 / world, norm=norm if clip else None)
 
 
 def build_moe_engine_ep2_zero0(world):
@@ -1277,6 +1294,11 @@ def build_moe_engine_ep2_zero0(world):
 def build_moe_engine_ep2_zero2(world):
     """moe_engine at tp=1,ep=2,stage=2 (world 2)."""
     return _moe_engine(world, ep=2, stage=2)
+
+
+def build_moe_engine_ep2_zero0_clip(world):
+    """moe_engine at tp=1,ep=2,clip=1 (world 2), ZeRO 0: the norm clipped by."""
+    return _moe_engine(world, ep=2, stage=0, clip=True)
 
 
 def build_moe_engine_dp2_zero2(world):
@@ -1342,6 +1364,8 @@ def worker(builder, world, rank, port, out_path):
         if x.grad is not None:
             result["input_grads"].append((name, x.grad.detach().clone() * input_scale,
                                           shard.as_dict() if shard else None))
+    if spec.get("norm"):  # the gradient norm the step clips by, after the grads are read
+        result["norm"] = torch.as_tensor(spec["norm"]()).detach().float().reshape(1)
     if spec.get("oracle") and world == 1:
         with torch.no_grad():
             plain = spec["oracle"](*(x.detach() for x in inputs))
@@ -1402,6 +1426,9 @@ def run_world(python, tree, framework, builder, world, work, tag, timeout):
                OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     if framework == "deepspeed":
         env["DS_ACCELERATOR"] = "cpu"
+        # 2026 trees torch.compile small helpers; dynamo probes the CUDA RNG
+        # (no driver on these machines). Eager runs the same code.
+        env["TORCHDYNAMO_DISABLE"] = "1"
     outs, procs = [], []
     for rank in range(world):
         out = os.path.join(work, f"{tag}-w{world}-r{rank}.pt")
@@ -1474,6 +1501,8 @@ def compare(reference_path, rank_paths):
                 rows[f"grad {name}"] = (float("inf"), float("inf"), "no gradient at world N")
         for name, g, shard in got["input_grads"]:
             note(f"input grad {name}", g, ref_inputs[name], shard)
+        if "norm" in ref:
+            note("grad norm", got["norm"], ref["norm"], None)
     for name in ref["grads"]:
         if name not in held_anywhere:
             rows[f"grad {name}"] = (float("inf"), float("inf"), "held by no rank at world N")
