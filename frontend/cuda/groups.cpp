@@ -127,4 +127,9 @@ void SyncUnits::sync(int first, int width) {
     ++phases_[warp][heap_index(unit_width, l)];
 }
 
+void SyncUnits::split(int width) {
+  for (int &unit_width : width_)
+    unit_width = std::min(unit_width, width);
+}
+
 } // namespace shardproof::frontend::cuda

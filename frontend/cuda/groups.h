@@ -76,10 +76,11 @@ std::optional<GroupCall> group_call(std::string_view name);
 std::int64_t tile_vote(GroupCall vote, const std::vector<std::int64_t> &predicates);
 
 // The __syncwarp / tile-sync phases of a block's warps. A warp starts as
-// one unit of 32 lanes; a sync of a narrower tile splits its warp into
-// units of that width (for good: earlier accesses then count as in no
-// unit, never ordered by a later sync). Two accesses of one unit at
-// different phases have a sync of the whole unit between them.
+// one unit of 32 lanes; making tiles of fewer lanes, or a sync of them,
+// splits the warps into units of that width (for good: accesses made before
+// the split count as in no unit, never ordered by a later sync). Two
+// accesses of one unit at different phases have a sync of the whole unit
+// between them.
 class SyncUnits {
 public:
   void reset(int threads);
@@ -87,6 +88,10 @@ public:
   std::pair<int, int> unit(int t) const;
   // A sync of the aligned tile of `width` lanes holding thread `first`.
   void sync(int first, int width);
+  // Tiles of `width` lanes were made (tiled_partition): every warp's units
+  // are that narrow from now on, so that the tiles' syncs order the
+  // accesses made since.
+  void split(int width);
 
 private:
   std::vector<int> width_;               // per warp: its units' width

@@ -2556,6 +2556,7 @@ private:
                                        "power of two, of a block or a wider tile)",
                                        text_of(call), w));
       out[t] = group_value(*tile);
+      syncs_.split(tile->size);
     }
     return out;
   }

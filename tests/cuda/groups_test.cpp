@@ -106,3 +106,14 @@ TEST(CudaGroups, AWarpSyncAfterTilesOrdersEveryTileOfTheWarp) {
   EXPECT_EQ(units.unit(20).first, a.first);
   EXPECT_NE(units.unit(20).second, a.second);
 }
+
+TEST(CudaGroups, TilesMadeBeforeTheirAccessesAreOrderedByTheirSyncs) {
+  SyncUnits units;
+  units.reset(32);
+  units.split(8); // tiled_partition<8>, before any access
+  auto write = units.unit(1);
+  units.sync(0, 8);
+  EXPECT_EQ(units.unit(0).first, write.first); // lanes 0 and 1: one tile
+  EXPECT_NE(units.unit(0).second, write.second);
+  EXPECT_NE(units.unit(9).first, write.first); // lane 9: another tile
+}

@@ -964,3 +964,25 @@ void launch(float *out, int rows) {
   EXPECT_EQ(run.launches[0].choice.grid, (std::array<int, 3>{132, 65535, 1}));
   EXPECT_EQ(run.launches[0].choice.block, (std::array<int, 3>{32, 1, 1}));
 }
+
+TEST(CudaCooperativeGroups, ATileSyncOrdersItsOwnLanesOnly) {
+  auto body = [](const char *read) {
+    return std::string("  __shared__ float s[64];\n  s[t] = v;\n  tile.sync();\n"
+                       "  out[t] = s[") +
+           read + "];\n";
+  };
+  for (auto &l : lift_both_modes("cg_tile_sync_own", body("t ^ 1"))) {
+    ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+    EXPECT_TRUE(l->result.findings.empty()) << l->result.findings[0].message;
+  }
+  for (auto &l : lift_both_modes("cg_tile_sync_other", body("t ^ 8"))) {
+    ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
+    ASSERT_EQ(l->result.findings.size(), 1u);
+    EXPECT_EQ(l->result.findings[0].kind, cuda::KernelFinding::Kind::SharedMemoryRace);
+    EXPECT_NE(l->result.findings[0].message.find(
+                  "shared-memory race on s[8]: thread (0,0,0) of block (0,0,0) reads it "
+                  "here and thread (8,0,0) of block (0,0,0) writes it"),
+              std::string::npos)
+        << l->result.findings[0].message;
+  }
+}
