@@ -629,11 +629,11 @@ double constant_at(const Lifted &l, std::size_t i) {
 } // namespace
 
 TEST(CudaCooperativeGroups, TileShufflesUseTheTilesWidth) {
-  for (auto &l : lift_both_modes("cg_tile_shuffles",
-                                 "  out[t] = tile.shfl_xor(v, 4);\n"
-                                 "  out[64 + t] = tile.shfl_down(v, 3);\n"
-                                 "  out[128 + t] = tile.shfl_up(v, 2);\n"
-                                 "  out[192 + t] = tile.shfl(v, 5);\n")) {
+  for (auto &l :
+       lift_both_modes("cg_tile_shuffles", "  out[t] = tile.shfl_xor(v, 4);\n"
+                                           "  out[64 + t] = tile.shfl_down(v, 3);\n"
+                                           "  out[128 + t] = tile.shfl_up(v, 2);\n"
+                                           "  out[192 + t] = tile.shfl(v, 5);\n")) {
     ASSERT_FALSE(l->parse_error) << l->parse_error->message;
     ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
     const auto &x = l->inputs["x"];
@@ -647,8 +647,8 @@ TEST(CudaCooperativeGroups, TileShufflesUseTheTilesWidth) {
         int source = base + cuda::shuffle_source(kinds[k], t % 32, args[k], 8);
         EXPECT_EQ(out[64 * k + t], x[source]) << "kind " << k << ", thread " << t;
       }
-    EXPECT_EQ(out[7], x[3]);       // xor 4 within lanes 0-7
-    EXPECT_EQ(out[64 + 6], x[6]);  // down 3 past the tile: its own value
+    EXPECT_EQ(out[7], x[3]);        // xor 4 within lanes 0-7
+    EXPECT_EQ(out[64 + 6], x[6]);   // down 3 past the tile: its own value
     EXPECT_EQ(out[192 + 9], x[13]); // rank 5 of the second tile
   }
 }
@@ -681,11 +681,12 @@ TEST(CudaCooperativeGroups, RanksSizesIndicesAndVotesAreTheToolkits) {
 }
 
 TEST(CudaCooperativeGroups, TileReduceGivesEveryThreadItsTilesSumOrMaximum) {
-  for (auto &l : lift_both_modes("cg_tile_reduce",
-                                 "  out[t] = cg::reduce(tile, v, cg::plus<float>());\n"
-                                 "  out[64 + t] = cg::reduce(tile, v, cg::greater<float>());\n"
-                                 "  out[128 + t] = cg::reduce(tile, v, cg::less<float>());\n"
-                                 "  out[192 + t] = v;\n")) {
+  for (auto &l :
+       lift_both_modes("cg_tile_reduce",
+                       "  out[t] = cg::reduce(tile, v, cg::plus<float>());\n"
+                       "  out[64 + t] = cg::reduce(tile, v, cg::greater<float>());\n"
+                       "  out[128 + t] = cg::reduce(tile, v, cg::less<float>());\n"
+                       "  out[192 + t] = v;\n")) {
     ASSERT_FALSE(l->parse_error) << l->parse_error->message;
     ASSERT_FALSE(l->result.unsupported) << l->result.unsupported->message;
     auto &s = l->store;
@@ -707,15 +708,14 @@ TEST(CudaCooperativeGroups, TileReduceGivesEveryThreadItsTilesSumOrMaximum) {
 
 TEST(CudaCooperativeGroups, TheGridOfALaunchOfSeveralBlocksIsNotModelled) {
   std::string path = scratch_kernel(
-      "cg_grid_of_two",
-      "#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n"
-      "// shardproof: launch k grid=(2) block=(32)\n"
-      "// shardproof: arg x = float32[64]\n"
-      "// shardproof: arg out = float32[64]\n"
-      "// shardproof: reference out = x\n"
-      "__global__ void k(const float *x, float *out) {\n"
-      "  auto grid = cooperative_groups::this_grid();\n"
-      "  out[grid.thread_rank()] = x[grid.thread_rank()];\n}\n");
+      "cg_grid_of_two", "#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n"
+                        "// shardproof: launch k grid=(2) block=(32)\n"
+                        "// shardproof: arg x = float32[64]\n"
+                        "// shardproof: arg out = float32[64]\n"
+                        "// shardproof: reference out = x\n"
+                        "__global__ void k(const float *x, float *out) {\n"
+                        "  auto grid = cooperative_groups::this_grid();\n"
+                        "  out[grid.thread_rank()] = x[grid.thread_rank()];\n}\n");
   auto l = lift_file(path, "cg_grid_of_two");
   ASSERT_TRUE(l->result.unsupported);
   EXPECT_EQ(l->result.unsupported->message,
