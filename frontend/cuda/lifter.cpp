@@ -2458,7 +2458,7 @@ private:
         not_modelled(e, fmt::format("'{}' on groups of different shapes", text_of(e)));
       group = mine;
     }
-    return *group;
+    return group.value_or(Group{}); // no thread active: nothing reads it
   }
 
   // The object a member call is made on (a static member's too: block.sync()).
