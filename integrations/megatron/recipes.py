@@ -602,10 +602,15 @@ def _gathering_grad_shards(step):
     the part its optimizer reads (the others are left as they were). The
     optimizer still reads its shard alone."""
     finalize, model = step["finalize_grads"], step["model"]
+    groups = [*getattr(model, "bucket_groups", []),
+              *getattr(model, "expert_parallel_bucket_groups", [])]
+    if not groups:
+        raise RecipeError("this Megatron tree's DistributedDataParallel has no bucket_groups: "
+                          "the distributed optimizer's gradient shards cannot be gathered")
 
     def finalize_grads():
         finalize()
-        for group in getattr(model, "bucket_groups", None) or []:
+        for group in groups:
             size = group.intra_distributed_optimizer_instance_size
             rank = group.intra_distributed_optimizer_instance_rank
             for bucket in group.buckets:

@@ -53,12 +53,20 @@ def install_apex_layer_norm():
 
 def multi_tensor_applier(op, noop_flag_buffer, tensor_lists, *args):
     """apex.multi_tensor_apply.multi_tensor_applier (and TE's): `op` over the
-    lists in chunks of 65536 elements; the chunking changes no value."""
+    lists in chunks of 65536 elements; the chunking changes no value. The
+    kernels set the noop flag on a non-finite value, which the models do not:
+    such a value is not modelled."""
+    for tensors in tensor_lists:
+        for t in tensors:
+            if not bool(torch.isfinite(t).all()):
+                torch._tracing.unmodelled("a multi-tensor kernel over a non-finite value "
+                                          "(its noop flag)")
     return op(2048 * 32, noop_flag_buffer, tensor_lists, *args)
 
 
 @torch._tracing.no_effect(chunk_size="the chunking changes no value",
-                          noop_flag="set only on a non-finite value; values here are reals")
+                          noop_flag="set only on a non-finite value, which "
+                                    "multi_tensor_applier refuses")
 def multi_tensor_l2norm(chunk_size, noop_flag, tensor_lists, per_tensor=False):
     """amp_C.multi_tensor_l2norm: (the L2 norm of all of tensor_lists[0]
     together, a float32 tensor of one element; the norm of each tensor when
@@ -72,7 +80,8 @@ def multi_tensor_l2norm(chunk_size, noop_flag, tensor_lists, per_tensor=False):
 
 
 @torch._tracing.no_effect(chunk_size="the chunking changes no value",
-                          noop_flag="set only on a non-finite value; values here are reals")
+                          noop_flag="set only on a non-finite value, which "
+                                    "multi_tensor_applier refuses")
 def multi_tensor_scale(chunk_size, noop_flag, tensor_lists, scale):
     """amp_C.multi_tensor_scale (TE's multi_tensor_scale_tensor takes `scale`
     as a tensor): tensor_lists[1][i] = tensor_lists[0][i] * scale, in

@@ -626,37 +626,53 @@ bool is_square(const Node &n) {
 }
 } // namespace
 
-bool provably_nonnegative(const TermStore &store, TermId t) {
+namespace {
+bool nonnegative(const TermStore &store, TermId t,
+                 std::unordered_map<TermId, bool> &memo) {
+  if (auto it = memo.find(t); it != memo.end())
+    return it->second;
   const Node &n = store.node(t);
-  auto all_nonnegative = [&] {
-    return std::all_of(n.args.begin(), n.args.end(),
-                       [&](TermId a) { return provably_nonnegative(store, a); });
-  };
+  auto holds = [&](TermId a) { return nonnegative(store, a, memo); };
+  bool result = false;
   switch (n.op) {
   case Op::Const:
-    return store.const_value(t) >= 0;
+    result = store.const_value(t) >= 0;
+    break;
   case Op::App:
     switch (static_cast<Fn>(n.payload)) {
     case Fn::Exp:
     case Fn::Sigmoid:
     case Fn::Relu:
-      return true;
+      result = true;
+      break;
     case Fn::Sqrt:
-      return all_nonnegative();
+      result = holds(n.args[0]);
+      break;
     default:
-      return false;
+      break;
     }
+    break;
   case Op::Mul:
-    return is_square(n) || all_nonnegative();
+    result = is_square(n) || std::all_of(n.args.begin(), n.args.end(), holds);
+    break;
   case Op::Add:
   case Op::Inv:
-    return all_nonnegative();
+    result = std::all_of(n.args.begin(), n.args.end(), holds);
+    break;
   case Op::Max:
-    return std::any_of(n.args.begin(), n.args.end(),
-                       [&](TermId a) { return provably_nonnegative(store, a); });
+    result = std::any_of(n.args.begin(), n.args.end(), holds);
+    break;
   default:
-    return false;
+    break;
   }
+  memo[t] = result;
+  return result;
+}
+} // namespace
+
+bool provably_nonnegative(const TermStore &store, TermId t) {
+  std::unordered_map<TermId, bool> memo;
+  return nonnegative(store, t, memo);
 }
 
 } // namespace shardproof::terms

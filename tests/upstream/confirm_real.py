@@ -1168,12 +1168,9 @@ def build_ulysses_engine(world):
                 finalize=engine.allreduce_gradients)
 
 
-def _zero_gradients_as_grad(optimizer, dist):
-    """ZeRO 1/2's gradient partitions gathered over each group's
-    data-parallel ranks and cut back into the parameters' `.grad`, by the
-    very function shardproof's recipe runs (`_gather_zero_gradients` in
-    integrations/deepspeed/recipes.py, here under real PyTorch), each then
-    copied out of the gathered buffer."""
+def _deepspeed_recipes():
+    """integrations/deepspeed/recipes.py, loaded under real PyTorch: the
+    functions shardproof's recipes run, run here too rather than copied."""
     import importlib.util
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "..", "frontend", "python", "runtime"))
@@ -1182,6 +1179,16 @@ def _zero_gradients_as_grad(optimizer, dist):
         os.path.join(here, "..", "..", "integrations", "deepspeed", "recipes.py"))
     recipes = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recipes)
+    return recipes
+
+
+def _zero_gradients_as_grad(optimizer, dist):
+    """ZeRO 1/2's gradient partitions gathered over each group's
+    data-parallel ranks and cut back into the parameters' `.grad`, by the
+    very function shardproof's recipe runs (`_gather_zero_gradients` in
+    integrations/deepspeed/recipes.py, here under real PyTorch), each then
+    copied out of the gathered buffer."""
+    recipes = _deepspeed_recipes()
     recipes._gather_zero_gradients(optimizer, dist)
     for params in optimizer.bit16_groups:
         for p in params:
@@ -1266,24 +1273,14 @@ def _moe_engine(world, ep, stage, local=1, tokens=2, clip=False):
         if stage:
             _zero_gradients_as_grad(engine.optimizer, dist)
 
-    def norm():
-        """What engine.step() clips by (`clip`): the value ZeRO 0's
-        clip_grad_norm_ returns, or the ZeRO optimizer's _global_grad_norm."""
-        import deepspeed.runtime.engine as engine_module
-        clip_grad_norm_, clipped = engine_module.clip_grad_norm_, []
-        engine_module.clip_grad_norm_ = lambda *a, **k: clipped.append(clip_grad_norm_(*a, **k)) \
-            or clipped[-1]
-        try:
-            engine.step()
-        finally:
-            engine_module.clip_grad_norm_ = clip_grad_norm_
-        return clipped[-1] if clipped else engine.optimizer._global_grad_norm
+    # What engine.step() clips by, by the recipe's own function.
+    norm = _deepspeed_recipes()._engine_norm_and_step(engine)[0] if clip else None
 
     batch = Shard(0, world, rank)
     return dict(model=engine, inputs=[("x", (tokens, hidden), batch)],
                 params={n: WHOLE for n, _ in engine.named_parameters()}, outputs=[batch],
                 loss=loss, backward=engine.backward, finalize=finalize, rename=rename,
-                input_grad_scale=1.0 / world, norm=norm if clip else None)
+                input_grad_scale=1.0 / world, norm=norm)
 
 
 def build_moe_engine_ep2_zero0(world):
