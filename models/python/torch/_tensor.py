@@ -3,6 +3,7 @@ symbolic terms (_shardproof.Term), plus the IR node that produced it."""
 import builtins
 import contextlib
 import copy
+import itertools
 import math
 import operator
 import weakref
@@ -344,6 +345,9 @@ def compare(op, a, b, fn):
     return record(_bool_array(np.asarray(fn(A, B))), _dtypes.bool,
                   op, "elementwise", (a, b))
 
+
+# Keys of a base tensor's `_views`, in the order the views were taken.
+_VIEW_SERIALS = itertools.count()
 
 _FN_CACHE = {}
 
@@ -1372,7 +1376,11 @@ class Tensor(metaclass=_TensorType):
             inner = getattr(self, "_view_fn", None)
             out._view_fn = fn if base is None else \
                 (None if inner is None else (lambda a: fn(inner(a))))
-            out._base.__dict__.setdefault("_views", {})[id(out)] = weakref.ref(out)
+            # Keyed by creation order, not id(): a dead view's id is reused,
+            # and a reused key keeps its old place, which would make the
+            # order views are re-taken in (their IR node ids) vary by run.
+            out._base.__dict__.setdefault("_views", {})[next(_VIEW_SERIALS)] = \
+                weakref.ref(out)
         return out
 
     def view(self, *shape):
