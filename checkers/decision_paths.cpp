@@ -110,9 +110,14 @@ sampled_uncovered_point(terms::TermStore &store, const std::vector<PathDecisions
   std::sort(conditions.begin(), conditions.end());
   conditions.erase(std::unique(conditions.begin(), conditions.end()), conditions.end());
   const std::vector<TermId> variables = terms::variables_of(store, conditions);
+  // Points at several magnitudes: a threshold on a norm or a sum (clip when
+  // the gradient norm exceeds 1, skip a step on overflow) splits inputs by
+  // their scale, which points of one magnitude never cross.
+  constexpr double kScales[] = {1.0, 1.0 / 8, 1.0 / 64, 8.0};
   for (unsigned k = 0; k < points; ++k) {
-    terms::DoubleEvaluator eval(
-        store, [&](TermId v) { return prover::sample_value(seed, k, v); });
+    const double scale = kScales[k % std::size(kScales)];
+    auto sample = [&](TermId v) { return scale * prover::sample_value(seed, k, v); };
+    terms::DoubleEvaluator eval(store, sample);
     std::map<TermId, bool> truth;
     bool tie = false;
     for (TermId condition : conditions) {
@@ -132,7 +137,7 @@ sampled_uncovered_point(terms::TermStore &store, const std::vector<PathDecisions
       continue;
     std::map<std::string, double, std::less<>> values;
     for (TermId v : variables)
-      values[store.variable(v).name] = prover::sample_value(seed, k, v);
+      values[store.variable(v).name] = sample(v);
     return values;
   }
   return std::nullopt;

@@ -273,8 +273,8 @@ void record_decision(TermId condition, bool holds, ir::SourceLoc loc, std::strin
   g_context->trace->path.push_back({condition, holds, std::move(loc), std::move(what)});
 }
 
-int term_bool(PyObject *a) {
-  TermId x = reinterpret_cast<TermObject *>(a)->id;
+// The truth value of `x`: 1, 0, or -1 with a Python error set.
+int decide(TermId x) {
   if (store().is_concrete(x) && store().is_extended(x))
     return 1; // bool(-inf) and bool(nan) are True
   if (store().is_const(x))
@@ -291,6 +291,8 @@ int term_bool(PyObject *a) {
   symbolic_error("a Python truth value");
   return -1;
 }
+
+int term_bool(PyObject *a) { return decide(reinterpret_cast<TermObject *>(a)->id); }
 
 // A concrete term's value as a Python float: -inf, inf and NaN included.
 double concrete_double(TermId x) {
@@ -424,6 +426,126 @@ PyTypeObject TermType = [] {
   t.tp_getset = term_getset;
   return t;
 }();
+
+// ---- symbolic Python numbers --------------------------------------------
+// What `.item()` of a symbolic element gives: a Term that behaves as a Python
+// float would. Arithmetic with Python numbers stays a number, arithmetic with
+// a tensor element is an element; == and != decide on the path's witness as
+// < does (an element's == keeps object identity, which numpy relies on), and
+// float() stops the trace as any other read of a symbolic value does.
+
+extern PyTypeObject NumberType;
+
+bool is_number(PyObject *o) { return Py_IS_TYPE(o, &NumberType); }
+bool is_element(PyObject *o) { return is_term(o) && !is_number(o); }
+
+// A plain Term result, re-made as a number: the operands were numbers.
+PyObject *as_number(PyObject *result) {
+  if (!result || !Py_IS_TYPE(result, &TermType))
+    return result;
+  auto *obj = PyObject_New(TermObject, &NumberType);
+  if (obj)
+    obj->id = reinterpret_cast<TermObject *>(result)->id;
+  Py_DECREF(result);
+  return reinterpret_cast<PyObject *>(obj);
+}
+
+template <PyObject *(*Fn)(PyObject *, PyObject *)>
+PyObject *number_binary(PyObject *a, PyObject *b) {
+  PyObject *result = Fn(a, b);
+  return is_element(a) || is_element(b) ? result : as_number(result);
+}
+template <PyObject *(*Fn)(PyObject *)> PyObject *number_unary(PyObject *a) {
+  return as_number(Fn(a));
+}
+PyObject *number_pow(PyObject *a, PyObject *b, PyObject *mod) {
+  PyObject *result = term_pow(a, b, mod);
+  return is_element(a) || is_element(b) ? result : as_number(result);
+}
+
+// x == y: neither x < y nor y < x, each decided on the witness; NaN equals
+// nothing.
+PyObject *number_richcompare(PyObject *a, PyObject *b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || is_element(a) || is_element(b))
+    return term_richcompare(a, b, op);
+  auto x = to_term(a), y = to_term(b);
+  if (!x || !y) {
+    if (PyErr_Occurred())
+      return nullptr;
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  auto is_nan = [](TermId t) {
+    return store().is_extended(t) && store().extended_value(t) == terms::Extended::NaN;
+  };
+  bool equal = !is_nan(*x) && !is_nan(*y);
+  if (equal && *x != *y) {
+    for (auto [lhs, rhs] : {std::pair{*x, *y}, std::pair{*y, *x}}) {
+      TermId less = store().lt(lhs, rhs);
+      if (store().is_unmodelled(less))
+        return unmodelled_error("a comparison");
+      int holds = decide(less);
+      if (holds < 0)
+        return nullptr;
+      if (holds) {
+        equal = false;
+        break;
+      }
+    }
+  }
+  return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+}
+
+// Formatting a number (a log line) shows its expression, whatever the spec.
+PyObject *number_format(PyObject *a, PyObject *) { return term_repr(a); }
+
+PyMethodDef number_methods[] = {
+    {"__format__", in_trace<number_format>, METH_VARARGS, "the expression, as text"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyNumberMethods number_number = [] {
+  PyNumberMethods m = term_number;
+  m.nb_add = in_trace<number_binary<term_add>>;
+  m.nb_subtract = in_trace<number_binary<term_sub>>;
+  m.nb_multiply = in_trace<number_binary<term_mul>>;
+  m.nb_true_divide = in_trace<number_binary<term_div>>;
+  m.nb_negative = in_trace<number_unary<term_neg>>;
+  m.nb_absolute = in_trace<number_unary<term_abs>>;
+  m.nb_power = in_trace<number_pow>;
+  return m;
+}();
+
+PyTypeObject NumberType = [] {
+  PyTypeObject t{};
+  t.ob_base.ob_base.ob_refcnt = 1;
+  t.tp_name = "_shardproof.Number";
+  t.tp_basicsize = sizeof(TermObject);
+  t.tp_flags = Py_TPFLAGS_DEFAULT;
+  t.tp_doc = "A symbolic real as a Python float: what .item() of a symbolic "
+             "element gives.";
+  t.tp_base = &TermType;
+  t.tp_as_number = &number_number;
+  t.tp_richcompare = in_trace<number_richcompare>;
+  t.tp_hash = term_hash;
+  t.tp_methods = number_methods;
+  return t;
+}();
+
+PyObject *py_number(PyObject *, PyObject *args) {
+  PyObject *term;
+  if (!PyArg_ParseTuple(args, "O!", &TermType, &term))
+    return nullptr;
+  Py_INCREF(term);
+  return as_number(term);
+}
+
+// A number put into a tensor is an element again.
+PyObject *py_element(PyObject *, PyObject *args) {
+  PyObject *term;
+  if (!PyArg_ParseTuple(args, "O!", &TermType, &term))
+    return nullptr;
+  return wrap(reinterpret_cast<TermObject *>(term)->id);
+}
 
 // ---- module functions --------------------------------------------------
 
@@ -909,6 +1031,8 @@ PyMethodDef module_methods[] = {
      "rename(term, name): the name reports use"},
     {"apply", in_trace<py_apply>, METH_VARARGS, "apply(fn, x): a nonlinear function"},
     {"where", in_trace<py_where>, METH_VARARGS, "where(cond, a, b)"},
+    {"number", py_number, METH_VARARGS, "number(term): the term as a Python number"},
+    {"element", py_element, METH_VARARGS, "element(term): the term as a tensor element"},
     {"exact", in_trace<py_exact>, METH_VARARGS, "exact(x): x as an exact constant term"},
     {"maximum", in_trace<py_lattice<true>>, METH_VARARGS, "maximum(a, b)"},
     {"minimum", in_trace<py_lattice<false>>, METH_VARARGS, "minimum(a, b)"},
@@ -961,13 +1085,15 @@ PyObject *name_tuple(const std::vector<std::string_view> &names) {
 } // namespace
 
 PyObject *init_shardproof_module() {
-  if (PyType_Ready(&TermType) < 0)
+  if (PyType_Ready(&TermType) < 0 || PyType_Ready(&NumberType) < 0)
     return nullptr;
   PyObject *m = PyModule_Create(&module_def);
   if (!m)
     return nullptr;
   Py_INCREF(&TermType);
   PyModule_AddObject(m, "Term", reinterpret_cast<PyObject *>(&TermType));
+  Py_INCREF(&NumberType);
+  PyModule_AddObject(m, "Number", reinterpret_cast<PyObject *>(&NumberType));
   // A BaseException, so user code's `except Exception` cannot swallow it.
   g_symbolic_error =
       PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_BaseException, nullptr);

@@ -173,7 +173,7 @@ def _element(v, dtype):
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, _sp.Term):
-        return v if dtype.is_floating_point else builtins.float(v)
+        return _sp.element(v) if dtype.is_floating_point else builtins.float(v)
     if dtype.is_floating_point and isinstance(v, (builtins.bool, builtins.int)):
         return builtins.float(v)
     return v

@@ -633,9 +633,17 @@ class Tensor(metaclass=_TensorType):
         return _py_bool(self._a.ravel()[0])
 
     def item(self):
+        """The value as a Python number; a symbolic one stays symbolic
+        (_shardproof.Number: Python arithmetic and comparisons follow it,
+        float() of it stops the trace)."""
+        if self._a.size != 1:
+            raise RuntimeError(f"a Tensor with {self._a.size} elements cannot be "
+                               "converted to Scalar")
         v = self._a.ravel()[0]
         if isinstance(v, _sp.Term):
-            return float(v)  # raises SymbolicControlFlow unless constant
+            if v.is_const or v.is_unmodelled:
+                return float(v)  # an unmodelled value stops the trace here
+            return _sp.number(v)
         return v.item() if isinstance(v, np.generic) else v
 
     def tolist(self):
