@@ -231,4 +231,30 @@ TEST(RoutingPairs, TheCorrectLayerIsProvedOverEveryRoutingUnderAHigherBound) {
             npos)
       << r.out;
 }
+
+// .item() of a symbolic element is a symbolic Python number (Megatron's
+// clip_grads.py before Transformer Engine, DeepSpeed's norms): Python
+// arithmetic and comparisons follow it, float() of it stops the trace. The
+// fixture pair clip_by_item_norm clips by such a norm on both sides of the
+// threshold; these entries of its correct module read the norm otherwise.
+TEST(SymbolicNumbers, FormattingOrCheckingTheNumberForOverflowAddsNoPath) {
+  for (const char *entry : {"entry_logs_the_norm", "entry_overflow_check"}) {
+    auto r = run_cli(
+        {"check", std::string("tests/fixtures/clip_by_item_norm/correct.py::") + entry});
+    EXPECT_EQ(r.exit_code, 0) << entry << r.out << r.err;
+    // A finite symbolic number is never inf or NaN: only the clip branch.
+    EXPECT_NE(r.out.find("every input takes one of the 2 paths checked"), npos)
+        << entry << r.out;
+  }
+}
+
+TEST(SymbolicNumbers, MathSqrtOfASymbolicNumberStopsTheTraceUnproved) {
+  auto r = run_cli(
+      {"check", "tests/fixtures/clip_by_item_norm/correct.py::entry_root_by_math"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("tracing stopped: SymbolicControlFlow: a Python float depends on "
+                       "a symbolic tensor value"),
+            npos)
+      << r.out;
+}
 } // namespace

@@ -243,8 +243,9 @@ def _backward(out, entry, inputs, site):
 def _gradient_norm(entry, site):
     """What the entry's grad_norm returned, as a one-element tensor."""
     norm = entry.grad_norm()
-    if isinstance(norm, _sp.Term):  # .item() of a symbolic norm
-        norm = torch.tensor([norm])
+    if isinstance(norm, _sp.Term):  # computed in Python from an .item()
+        with _tracing.fallback_location(_tracing.state.per_run.get("symbolic_item")):
+            norm = torch.tensor([norm])
     elif isinstance(norm, (int, float)):
         norm = torch.tensor(float(norm))
     if not isinstance(norm, Tensor) or norm._a.size != 1:

@@ -643,6 +643,9 @@ class Tensor(metaclass=_TensorType):
         if isinstance(v, _sp.Term):
             if v.is_const or v.is_unmodelled:
                 return float(v)  # an unmodelled value stops the trace here
+            # Where the value left the tensors: a number Python computes
+            # from it (a norm's root) has no IR node of its own.
+            _tracing.state.per_run["symbolic_item"] = _tracing.location()
             return _sp.number(v)
         return v.item() if isinstance(v, np.generic) else v
 

@@ -1,6 +1,7 @@
 """Tracing state of the stand-in torch: where ops come from, and the counters
 that make one rank's run line up with the reference run."""
 import ast
+import contextlib
 import functools
 import itertools
 import os
@@ -91,6 +92,18 @@ def location():
     # stack (DDP's reduction in the backward's final callback) names the
     # user line that set it up.
     return fallback or state.per_run.get("fallback_location") or ("<unknown>", 0, "", 0)
+
+
+@contextlib.contextmanager
+def fallback_location(loc):
+    """Work done inside, with no user frame on the stack, is placed at `loc`
+    (where the user's code set it up), else where it was before."""
+    outer = state.per_run.get("fallback_location")
+    state.per_run["fallback_location"] = loc or outer
+    try:
+        yield
+    finally:
+        state.per_run["fallback_location"] = outer
 
 
 def display(path):

@@ -102,13 +102,8 @@ class DistributedDataParallel(Module):
             _autograd.queue_callback(self._finalize_backward)
 
     def _finalize_backward(self):
-        per_run = _tracing.state.per_run
-        outer = per_run.get("fallback_location")
-        per_run["fallback_location"] = self._site  # the reduction is this DDP's
-        try:
+        with _tracing.fallback_location(self._site):  # the reduction is this DDP's
             self._reduce_gradients()
-        finally:
-            per_run["fallback_location"] = outer
 
     def _reduce_gradients(self):
         object.__setattr__(self, "_finalize_queued", False)
