@@ -307,7 +307,9 @@ PyObject *term_float(PyObject *a) {
     return PyFloat_FromDouble(store().const_value(x).get_d());
   if (store().is_concrete(x))
     return PyFloat_FromDouble(concrete_double(x));
-  return symbolic_error("a Python float");
+  // float() itself gives a SymbolicFloat (symbolic_float): what asks here
+  // is C code that needs the double.
+  return symbolic_error("a C double (math.log, numpy's float64, a C extension)");
 }
 
 PyObject *python_int(const mpz_class &value) {
@@ -434,16 +436,16 @@ PyTypeObject TermType = [] {
 // < does (an element's == keeps object identity, which numpy relies on), and
 // float() stops the trace as any other read of a symbolic value does.
 
-extern PyTypeObject NumberType;
+extern PyTypeObject SymbolicFloatType;
 
-bool is_number(PyObject *o) { return Py_IS_TYPE(o, &NumberType); }
-bool is_element(PyObject *o) { return is_term(o) && !is_number(o); }
+bool is_symbolic_float(PyObject *o) { return Py_IS_TYPE(o, &SymbolicFloatType); }
+bool is_element(PyObject *o) { return is_term(o) && !is_symbolic_float(o); }
 
 // A plain Term result, re-made as a number: the operands were numbers.
-PyObject *as_number(PyObject *result) {
+PyObject *as_symbolic_float(PyObject *result) {
   if (!result || !Py_IS_TYPE(result, &TermType))
     return result;
-  auto *obj = PyObject_New(TermObject, &NumberType);
+  auto *obj = PyObject_New(TermObject, &SymbolicFloatType);
   if (obj)
     obj->id = reinterpret_cast<TermObject *>(result)->id;
   Py_DECREF(result);
@@ -451,21 +453,21 @@ PyObject *as_number(PyObject *result) {
 }
 
 template <PyObject *(*Fn)(PyObject *, PyObject *)>
-PyObject *number_binary(PyObject *a, PyObject *b) {
+PyObject *float_binary(PyObject *a, PyObject *b) {
   PyObject *result = Fn(a, b);
-  return is_element(a) || is_element(b) ? result : as_number(result);
+  return is_element(a) || is_element(b) ? result : as_symbolic_float(result);
 }
-template <PyObject *(*Fn)(PyObject *)> PyObject *number_unary(PyObject *a) {
-  return as_number(Fn(a));
+template <PyObject *(*Fn)(PyObject *)> PyObject *float_unary(PyObject *a) {
+  return as_symbolic_float(Fn(a));
 }
-PyObject *number_pow(PyObject *a, PyObject *b, PyObject *mod) {
+PyObject *float_pow(PyObject *a, PyObject *b, PyObject *mod) {
   PyObject *result = term_pow(a, b, mod);
-  return is_element(a) || is_element(b) ? result : as_number(result);
+  return is_element(a) || is_element(b) ? result : as_symbolic_float(result);
 }
 
 // x == y: neither x < y nor y < x, each decided on the witness; NaN equals
 // nothing.
-PyObject *number_richcompare(PyObject *a, PyObject *b, int op) {
+PyObject *float_richcompare(PyObject *a, PyObject *b, int op) {
   if ((op != Py_EQ && op != Py_NE) || is_element(a) || is_element(b))
     return term_richcompare(a, b, op);
   auto x = to_term(a), y = to_term(b);
@@ -496,38 +498,38 @@ PyObject *number_richcompare(PyObject *a, PyObject *b, int op) {
 }
 
 // Formatting a number (a log line) shows its expression, whatever the spec.
-PyObject *number_format(PyObject *a, PyObject *) { return term_repr(a); }
+PyObject *float_format(PyObject *a, PyObject *) { return term_repr(a); }
 
-PyMethodDef number_methods[] = {
-    {"__format__", in_trace<number_format>, METH_VARARGS, "the expression, as text"},
+PyMethodDef float_methods[] = {
+    {"__format__", in_trace<float_format>, METH_VARARGS, "the expression, as text"},
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyNumberMethods number_number = [] {
+PyNumberMethods float_number = [] {
   PyNumberMethods m = term_number;
-  m.nb_add = in_trace<number_binary<term_add>>;
-  m.nb_subtract = in_trace<number_binary<term_sub>>;
-  m.nb_multiply = in_trace<number_binary<term_mul>>;
-  m.nb_true_divide = in_trace<number_binary<term_div>>;
-  m.nb_negative = in_trace<number_unary<term_neg>>;
-  m.nb_absolute = in_trace<number_unary<term_abs>>;
-  m.nb_power = in_trace<number_pow>;
+  m.nb_add = in_trace<float_binary<term_add>>;
+  m.nb_subtract = in_trace<float_binary<term_sub>>;
+  m.nb_multiply = in_trace<float_binary<term_mul>>;
+  m.nb_true_divide = in_trace<float_binary<term_div>>;
+  m.nb_negative = in_trace<float_unary<term_neg>>;
+  m.nb_absolute = in_trace<float_unary<term_abs>>;
+  m.nb_power = in_trace<float_pow>;
   return m;
 }();
 
-PyTypeObject NumberType = [] {
+PyTypeObject SymbolicFloatType = [] {
   PyTypeObject t{};
   t.ob_base.ob_base.ob_refcnt = 1;
-  t.tp_name = "_shardproof.Number";
+  t.tp_name = "_shardproof.SymbolicFloat";
   t.tp_basicsize = sizeof(TermObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT;
   t.tp_doc = "A symbolic real as a Python float: what .item() of a symbolic "
              "element gives.";
   t.tp_base = &TermType;
-  t.tp_as_number = &number_number;
-  t.tp_richcompare = in_trace<number_richcompare>;
+  t.tp_as_number = &float_number;
+  t.tp_richcompare = in_trace<float_richcompare>;
   t.tp_hash = term_hash;
-  t.tp_methods = number_methods;
+  t.tp_methods = float_methods;
   return t;
 }();
 
@@ -536,7 +538,7 @@ PyObject *py_number(PyObject *, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!", &TermType, &term))
     return nullptr;
   Py_INCREF(term);
-  return as_number(term);
+  return as_symbolic_float(term);
 }
 
 // A number put into a tensor is an element again.
@@ -545,6 +547,45 @@ PyObject *py_element(PyObject *, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!", &TermType, &term))
     return nullptr;
   return wrap(reinterpret_cast<TermObject *>(term)->id);
+}
+
+// float(x) in Python code: of a symbolic value it is that value as a SymbolicFloat
+// (DeepSpeed's `float(total_norm)` of a norm tensor), not a C double; a type
+// answers for its own values through `__shardproof_float__` (the stand-in's
+// Tensor). Everything else, and a value outside the modelled reals, goes to
+// Python's own float(). C code that reads a double (math.sqrt, numpy) still
+// goes through nb_float, which stops the trace.
+vectorcallfunc g_python_float = nullptr;
+
+PyObject *symbolic_float(PyObject *type, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames) {
+  PyObject *x = PyVectorcall_NARGS(nargsf) == 1 && !kwnames ? args[0] : nullptr;
+  if (!g_context || type != reinterpret_cast<PyObject *>(&PyFloat_Type) || !x ||
+      PyFloat_CheckExact(x) || PyLong_CheckExact(x) || PyUnicode_Check(x))
+    return g_python_float(type, args, nargsf, kwnames);
+  if (is_term(x)) {
+    TermId t = reinterpret_cast<TermObject *>(x)->id;
+    if (store().is_concrete(t) || store().is_unmodelled(t))
+      return g_python_float(type, args, nargsf, kwnames);
+    Py_INCREF(x);
+    return as_symbolic_float(x);
+  }
+  PyObject *hook = PyObject_GetAttrString(reinterpret_cast<PyObject *>(Py_TYPE(x)),
+                                          "__shardproof_float__");
+  if (!hook) {
+    PyErr_Clear();
+    return g_python_float(type, args, nargsf, kwnames);
+  }
+  PyObject *result = PyObject_CallOneArg(hook, x);
+  Py_DECREF(hook);
+  return result;
+}
+
+void install_symbolic_float() {
+  if (!g_python_float) {
+    g_python_float = PyFloat_Type.tp_vectorcall;
+    PyFloat_Type.tp_vectorcall = symbolic_float;
+  }
 }
 
 // ---- module functions --------------------------------------------------
@@ -1085,15 +1126,17 @@ PyObject *name_tuple(const std::vector<std::string_view> &names) {
 } // namespace
 
 PyObject *init_shardproof_module() {
-  if (PyType_Ready(&TermType) < 0 || PyType_Ready(&NumberType) < 0)
+  if (PyType_Ready(&TermType) < 0 || PyType_Ready(&SymbolicFloatType) < 0)
     return nullptr;
+  install_symbolic_float();
   PyObject *m = PyModule_Create(&module_def);
   if (!m)
     return nullptr;
   Py_INCREF(&TermType);
   PyModule_AddObject(m, "Term", reinterpret_cast<PyObject *>(&TermType));
-  Py_INCREF(&NumberType);
-  PyModule_AddObject(m, "Number", reinterpret_cast<PyObject *>(&NumberType));
+  Py_INCREF(&SymbolicFloatType);
+  PyModule_AddObject(m, "SymbolicFloat",
+                     reinterpret_cast<PyObject *>(&SymbolicFloatType));
   // A BaseException, so user code's `except Exception` cannot swallow it.
   g_symbolic_error =
       PyErr_NewException("_shardproof.SymbolicControlFlow", PyExc_BaseException, nullptr);

@@ -33,6 +33,7 @@ import re
 import sys
 import types
 
+import _shardproof as _sp
 import torch
 
 from shardproof_recipes import (ComponentAbsent, RecipeError, asked, covering,
@@ -443,8 +444,11 @@ def _engine_norm_and_step(engine):
             engine_module.clip_grad_norm_ = clip
         if clipped:
             return clipped[-1]
+        # A tensor (ZeRO), or a symbolic Python float (the unfused FP16/BF16
+        # optimizer's get_global_norm: math.sqrt of the groups' squares);
+        # the initial 0. is no norm.
         norm = getattr(engine.optimizer, "_global_grad_norm", None)
-        if not isinstance(norm, torch.Tensor):
+        if not isinstance(norm, (torch.Tensor, _sp.Term)):
             raise RecipeError("the engine's step computed no gradient norm to clip by")
         return norm
 
@@ -570,7 +574,7 @@ def _expert_names(local, ep_rank):
     return rename
 
 
-@options(stage=(0, 1, 2), topk=(1, 2), local_experts=(1, 2), clip=(0, 1))
+@options(stage=(0, 1, 2), topk=(1, 2), local_experts=(1, 2), clip=(0, 1), bf16=(0, 1))
 def moe_engine():
     """deepspeed.moe.layer.MoE trained by DeepSpeedEngine (SGD, fp32, ZeRO
     `stage`): `--ep E` experts-parallel ranks, `--dp D` more data-parallel
@@ -582,7 +586,7 @@ def moe_engine():
     scaled as the data-parallel average), so every gradient must be the
     reference's: the same MoE on one device over the whole batch."""
     stage, k, local = option("stage"), option("topk"), option("local_experts")
-    clip = option("clip")
+    clip, bf16 = option("clip"), option("bf16")
     deepspeed, dist = _deepspeed()
     try:
         import deepspeed.moe.layer  # noqa: F401
@@ -599,11 +603,13 @@ def moe_engine():
                                     "allgather_bucket_size": 64},
               "zero_allow_untested_optimizer": True,
               "gradient_clipping": CLIPPING if clip else 0.0}
+    if bf16:
+        config["bf16"] = {"enabled": True}
     optimizer = torch.optim.SGD(_moe_optimizer_groups(model), lr=0.1)
     engine, _, _, _ = deepspeed.initialize(model=model, config=config, optimizer=optimizer)
     if hasattr(engine, "monitor"):
         engine.monitor.enabled = False
-    x = torch.randn(tokens, hidden)
+    x = torch.randn(tokens, hidden, dtype=torch.bfloat16 if bf16 else torch.float32)
     local_x = x.chunk(world, 0)[torch.distributed.get_rank()]
 
     def loss(out):

@@ -955,3 +955,21 @@ CASES.update({
         + torch.maximum(torch.tensor([float("nan"), 1.0, 0.0, 2.0], dtype=torch.float64),
                         torch.cat([x, x[:1]]))),
 })
+
+
+# ---- gradient clipping (torch.nn.utils) -------------------------------------
+# The norm is taken outside autograd, so the output's gradient is the norm
+# (a constant) and the clipped gradients' values are compared: scaled by
+# max_norm / norm where the norm is larger (x * 3), left where it is not.
+def _clip_grad_norm(x, y):
+    p = torch.nn.Parameter(torch.zeros(2, 3, dtype=x.dtype))
+    q = torch.nn.Parameter(torch.zeros(3, dtype=x.dtype))
+    p.grad, q.grad = (x * 3).detach(), y.detach().clone()
+    total = torch.nn.utils.clip_grad_norm_([p, q], max_norm=1.0)
+    r = torch.nn.Parameter(torch.zeros(3, dtype=x.dtype))
+    r.grad = y.detach() * 1e-3
+    small = torch.nn.utils.clip_grad_norm_(r, 1.0)
+    return x * total + p.grad.sum() + q.grad + r.grad * small
+
+
+CASES["clip_grad_norm"] = ([(2, 3), (3,)], _clip_grad_norm)

@@ -234,7 +234,8 @@ TEST(RoutingPairs, TheCorrectLayerIsProvedOverEveryRoutingUnderAHigherBound) {
 
 // .item() of a symbolic element is a symbolic Python number (Megatron's
 // clip_grads.py before Transformer Engine, DeepSpeed's norms): Python
-// arithmetic and comparisons follow it, float() of it stops the trace. The
+// arithmetic and comparisons follow it, so do float() and math.sqrt, and a
+// C double of it (math.log) stops the trace. The
 // fixture pair clip_by_item_norm clips by such a norm on both sides of the
 // threshold; these entries of its correct module read the norm otherwise.
 TEST(SymbolicNumbers, FormattingOrCheckingTheNumberForOverflowAddsNoPath) {
@@ -248,13 +249,24 @@ TEST(SymbolicNumbers, FormattingOrCheckingTheNumberForOverflowAddsNoPath) {
   }
 }
 
-TEST(SymbolicNumbers, MathSqrtOfASymbolicNumberStopsTheTraceUnproved) {
+TEST(SymbolicNumbers, FloatOfANormTensorAndMathSqrtOfItStaySymbolic) {
+  // DeepSpeed's get_weight_norm and get_global_norm.
   auto r = run_cli(
       {"check", "tests/fixtures/clip_by_item_norm/correct.py::entry_root_by_math"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: grad_norm: the norm is replicated"), npos) << r.out;
+  EXPECT_NE(r.out.find("every input takes one of the 2 paths checked"), npos) << r.out;
+}
+
+TEST(SymbolicNumbers, MathLogOfASymbolicNumberStopsTheTraceUnproved) {
+  auto r = run_cli({"check", "tests/fixtures/clip_by_item_norm/"
+                             "correct.py::entry_logarithm_of_the_norm"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  EXPECT_NE(r.out.find("tracing stopped: SymbolicControlFlow: a Python float depends on "
-                       "a symbolic tensor value"),
-            npos)
+  EXPECT_NE(r.out.find("correct.py:121: note: could not prove trace "), npos) << r.out;
+  EXPECT_NE(
+      r.out.find("tracing stopped: SymbolicControlFlow: a C double (math.log, "
+                 "numpy's float64, a C extension) depends on a symbolic tensor value"),
+      npos)
       << r.out;
 }
 } // namespace

@@ -15,6 +15,14 @@ class Term:
     is_const: bool
 
 
+class SymbolicFloat(Term):
+    """A symbolic real as a Python float: what .item() and float() of a
+    symbolic element give. Arithmetic with Python numbers stays one (with a
+    tensor element it is an element); == and != decide on the path's
+    witness as < does; a C double of it (math.log, numpy) raises
+    SymbolicControlFlow."""
+
+
 class SymbolicControlFlow(Exception): ...   # a branch or cast of a symbolic value
 class UnmodelledValue(Exception): ...       # inf - inf, 0 * inf, ...: not modelled
 class TraceTimeout(BaseException): ...      # the watchdog stopped an overlong run
@@ -37,6 +45,10 @@ def rename(term: Term, name: str) -> None:
 def apply(fn: str, x: Number) -> Number:
     """A named nonlinear function (exp, log, tanh, gelu, ...); concrete in,
     concrete out."""
+def number(x: Term) -> SymbolicFloat:
+    """x as a SymbolicFloat: a Python number."""
+def element(x: Term) -> Term:
+    """x as a tensor element again (a SymbolicFloat put into a tensor)."""
 def exact(x: Number) -> Term:
     """x as an exact constant term (a float: its exact binary value)."""
 def where(cond: Number, a: Number, b: Number) -> Number: ...

@@ -16,7 +16,7 @@ from ._dtypes import (  # noqa: F401
     float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu,
     complex32, complex64, complex128, chalf, cfloat, cdouble,
 )
-from . import _dtypes, _tracing
+from . import _dtypes, _numbers, _tracing
 from ._tensor import (  # noqa: F401
     Tensor, Size, device, matmul, split, chunk, maximum, minimum, record, fresh,
     apply_fn, _raw, _result_dtype, _where_array, _movement, _unbroadcast,
@@ -24,6 +24,8 @@ from ._tensor import (  # noqa: F401
 from ._autograd import GradMode as _GradMode
 from ._tracing import Unsupported  # noqa: F401
 from ._finfo import finfo  # noqa: F401
+
+_numbers.install()
 
 __version__ = "2.4.0+shardproof"
 

@@ -634,7 +634,7 @@ class Tensor(metaclass=_TensorType):
 
     def item(self):
         """The value as a Python number; a symbolic one stays symbolic
-        (_shardproof.Number: Python arithmetic and comparisons follow it,
+        (_shardproof.SymbolicFloat: Python arithmetic and comparisons follow it,
         float() of it stops the trace)."""
         if self._a.size != 1:
             raise RuntimeError(f"a Tensor with {self._a.size} elements cannot be "
@@ -660,7 +660,18 @@ class Tensor(metaclass=_TensorType):
             return [nest(row) for row in a]
         return nest(self._a)
 
-    __float__ = lambda self: builtins.float(self.item())  # noqa: E731
+    def __float__(self):
+        """A C double (math.sqrt(t), numpy): of a symbolic value there is
+        none, and the trace stops."""
+        v = self.item()
+        return v.__float__() if isinstance(v, _sp.Term) else builtins.float(v)
+
+    def __shardproof_float__(self):
+        """float(t) in Python code (_shardproof's float): a symbolic value
+        stays symbolic, a Python number as .item() gives it."""
+        v = self.item()
+        return v if isinstance(v, _sp.Term) else builtins.float(v)
+
     __int__ = lambda self: builtins.int(self.item())  # noqa: E731
 
     def __index__(self):
@@ -918,6 +929,8 @@ class Tensor(metaclass=_TensorType):
         """`number ** tensor` (rotary frequencies): concrete exponents only."""
         if isinstance(base, Tensor):
             raise Unsupported("a tensor exponent")
+        if isinstance(base, _sp.Term) and not base.is_const:
+            raise Unsupported("a symbolic number raised to a tensor")
         A = self._a
         if A.dtype == object and any(isinstance(v, _sp.Term) and not v.is_const
                                      for v in A.ravel()):

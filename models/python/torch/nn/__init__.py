@@ -1,7 +1,7 @@
 from .parameter import Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
-from . import functional, init, parallel  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 
 
 def _module_package():
