@@ -973,3 +973,9 @@ def _clip_grad_norm(x, y):
 
 
 CASES["clip_grad_norm"] = ([(2, 3), (3,)], _clip_grad_norm)
+
+
+# Integer formats of flags (ZeRO's overflow count as a byte, all-reduced).
+CASES["byte_char_short"] = ([(4,)], lambda x: x * torch.isfinite(x).byte()
+                            + torch.isinf(x).char() * 2 + torch.isnan(x).short()
+                            + torch.isfinite(x).float().byte().bool() * x)

@@ -746,6 +746,9 @@ class Tensor(metaclass=_TensorType):
     long = lambda self: self.to(_dtypes.int64)  # noqa: E731
     int = lambda self: self.to(_dtypes.int32)  # noqa: E731
     bool = lambda self: self.to(_dtypes.bool)  # noqa: E731
+    short = lambda self: self.to(_dtypes.int16)  # noqa: E731
+    char = lambda self: self.to(_dtypes.int8)  # noqa: E731
+    byte = lambda self: self.to(_dtypes.uint8)  # noqa: E731
 
     @_tracing.no_effect(device="every stand-in tensor is on the one device",
                         non_blocking="copies are synchronous here",
