@@ -389,8 +389,9 @@ def _gather_zero_gradients(optimizer, dist):
 def _engine_backward(engine, stage):
     """(backward, reduction) of the engine: engine.backward, whose reduction
     is inside it, except on the 2023 trees whose engine.backward logs the
-    loss through `.item()` first (a Python float of a symbolic value stops
-    tracing): there its remaining steps are run one by one, the ZeRO
+    loss through `.item()` first (written when a Python float of a symbolic
+    value stopped tracing; .item() now gives a SymbolicFloat, and the
+    steps stay apart, as measured): there its remaining steps are run one by one, the ZeRO
     optimizer's backward (loss scaling, bucket set-up) or the plain one, then
     engine.allreduce_gradients(), what engine.backward runs after its log."""
     # The class's text: engine.backward is wrapped (instrument_w_nvtx) by a
