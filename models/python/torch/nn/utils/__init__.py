@@ -11,6 +11,7 @@ import torch
 from ... import _tracing
 
 
+@_tracing.no_effect(foreach="the fused foreach kernels compute what the loop does")
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the tensors' norms (ord 2 only, as torch.linalg.vector_norm
     here)."""
@@ -26,6 +27,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return total
 
 
+@_tracing.no_effect(foreach="the fused foreach kernels compute what the loop does")
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -53,6 +55,7 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
+@_tracing.no_effect(foreach="the fused foreach kernels compute what the loop does")
 def clip_grad_value_(parameters, clip_value, foreach=None):
     parameters = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
     with torch.no_grad():
