@@ -215,6 +215,39 @@ Normalizer::Poly Normalizer::cancel_positive(Poly p) {
   return p;
 }
 
+// sqrt(x)^2 = x where x >= 0 is provable (a norm squared back to its sum of
+// squares, as TermStore::mul does for the product it builds): inside a
+// product the root's even powers become powers of x's polynomial.
+Normalizer::Poly Normalizer::square_roots_squared(Poly p) {
+  auto squares_away = [&](const std::pair<TermId, std::uint32_t> &factor) {
+    const Node &n = store_.node(factor.first);
+    return factor.second >= 2 && n.op == Op::App &&
+           static_cast<Fn>(n.payload) == Fn::Sqrt &&
+           provably_nonnegative(store_, n.args[0]);
+  };
+  if (std::none_of(p.begin(), p.end(), [&](const auto &term) {
+        return std::any_of(term.first.begin(), term.first.end(), squares_away);
+      }))
+    return p;
+  Poly out;
+  for (const auto &[mono, coeff] : p) {
+    Poly product{{Monomial{}, coeff}};
+    for (const auto &factor : mono) {
+      if (!squares_away(factor)) {
+        product = multiply(product, atom(factor.first, factor.second));
+        continue;
+      }
+      const Poly &radicand = *poly(store_.node(factor.first).args[0]);
+      for (std::uint32_t k = 0; k < factor.second / 2; ++k)
+        product = multiply(product, radicand);
+      if (factor.second % 2)
+        product = multiply(product, atom(factor.first));
+    }
+    out = add(out, product);
+  }
+  return out;
+}
+
 // a < b  <=>  0 < (b - a) / |leading coefficient|: positive scaling keeps the
 // comparison, so 2x < 2y and x < y share one atom.
 TermId Normalizer::comparison(bool strict, const Poly &a, const Poly &b) {
@@ -253,7 +286,7 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
     Poly product{{Monomial{}, mpq_class(1)}};
     for (TermId arg : node.args)
       product = multiply(product, *poly(arg));
-    return make(cancel_positive(std::move(product)));
+    return make(cancel_positive(square_roots_squared(std::move(product))));
   }
   case Op::Inv:
     return make(inverse(*poly(node.args[0])));

@@ -40,6 +40,7 @@ private:
   Poly exponential(const Poly &argument);
   bool positive(TermId canonical);
   Poly cancel_positive(Poly p);
+  Poly square_roots_squared(Poly p);
   TermId comparison(bool strict, const Poly &a, const Poly &b);
   TermId build(const Poly &p);
   void charge(std::size_t monomials);

@@ -191,3 +191,22 @@ TEST(NormalForm, BudgetTurnsBlowUpIntoNoAnswer) {
   TermId big = s.mul(s.mul(sum, sum), sum); // 1540 monomials
   EXPECT_FALSE(n.normalize(big).has_value());
 }
+
+// A norm averaged over ranks and squared back (DeepSpeed's expert norms
+// under ZeRO: each rank's norm / dp, summed, then squared in the global
+// norm) is its sum of squares; a root of what may be negative stays.
+TEST(NormalForm, ASquaredSquareRootInsideAProductIsItsNonnegativeArgument) {
+  TermStore s;
+  Normalizer n(s);
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  TermId sum_of_squares = s.add(s.mul(x, x), s.mul(y, y));
+  TermId norm = s.app(Fn::Sqrt, sum_of_squares);
+  TermId half = s.constant(mpq_class(1, 2));
+  TermId averaged = s.add(s.mul(norm, half), s.mul(norm, half));
+  EXPECT_EQ(n.normalize(s.mul(averaged, averaged)), n.normalize(sum_of_squares));
+  EXPECT_EQ(n.normalize(s.mul(s.mul(averaged, averaged), averaged)),
+            n.normalize(s.mul(sum_of_squares, norm)));
+  TermId root_of_x = s.app(Fn::Sqrt, x);
+  TermId doubled = s.add(root_of_x, root_of_x);
+  EXPECT_NE(n.normalize(s.mul(doubled, doubled)), n.normalize(s.mul(s.constant(4), x)));
+}
