@@ -43,3 +43,25 @@ TEST_P(DeepSpeedMoeEngine, ProvedWithDataParallelExperts) {
 
 INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedMoeEngine,
                          ::testing::Values("stage=0", "stage=1", "stage=2"));
+
+class DeepSpeedClippedMoeEngine : public ::testing::TestWithParam<const char *> {};
+
+// gradient_clipping 1.0: the norm each ZeRO stage clips by (ZeRO 0's
+// clip_grad_norm_, ZeRO 1/2's partitioned norm with the expert group's
+// norms averaged over its ranks and squared back) and the stepped weights.
+TEST_P(DeepSpeedClippedMoeEngine, TheNormAndTheStepAreProvedWithDataParallelExperts) {
+  if (!std::getenv("DEEPSPEED_ROOT"))
+    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  auto r = run_cli(deepspeed_check("moe_engine", {"--tp", "1", "--dp", "2", "--option",
+                                                  "clip=1", "--option", GetParam()}));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("proved: grad_norm: the norm is replicated"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("proved: step: "
+                       "'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"),
+            std::string::npos)
+      << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedClippedMoeEngine,
+                         ::testing::Values("stage=0", "stage=1", "stage=2"));
