@@ -430,11 +430,11 @@ PyTypeObject TermType = [] {
 }();
 
 // ---- symbolic Python numbers --------------------------------------------
-// What `.item()` of a symbolic element gives: a Term that behaves as a Python
-// float would. Arithmetic with Python numbers stays a number, arithmetic with
-// a tensor element is an element; == and != decide on the path's witness as
-// < does (an element's == keeps object identity, which numpy relies on), and
-// float() stops the trace as any other read of a symbolic value does.
+// What `.item()` and float() of a symbolic element give: a Term that behaves
+// as a Python float would. Arithmetic with Python numbers stays a number,
+// arithmetic with a tensor element is an element; == and != decide on the
+// path's witness as < does (an element's == keeps object identity, which
+// numpy relies on); C code that needs its double stops the trace.
 
 extern PyTypeObject SymbolicFloatType;
 
@@ -452,17 +452,19 @@ PyObject *as_symbolic_float(PyObject *result) {
   return reinterpret_cast<PyObject *>(obj);
 }
 
+// The result of a binary operation: a number unless an operand is an element.
+PyObject *of_operands(PyObject *a, PyObject *b, PyObject *result) {
+  return is_element(a) || is_element(b) ? result : as_symbolic_float(result);
+}
 template <PyObject *(*Fn)(PyObject *, PyObject *)>
 PyObject *float_binary(PyObject *a, PyObject *b) {
-  PyObject *result = Fn(a, b);
-  return is_element(a) || is_element(b) ? result : as_symbolic_float(result);
+  return of_operands(a, b, Fn(a, b));
 }
 template <PyObject *(*Fn)(PyObject *)> PyObject *float_unary(PyObject *a) {
   return as_symbolic_float(Fn(a));
 }
 PyObject *float_pow(PyObject *a, PyObject *b, PyObject *mod) {
-  PyObject *result = term_pow(a, b, mod);
-  return is_element(a) || is_element(b) ? result : as_symbolic_float(result);
+  return of_operands(a, b, term_pow(a, b, mod));
 }
 
 // x == y: neither x < y nor y < x, each decided on the witness; NaN equals
@@ -523,8 +525,8 @@ PyTypeObject SymbolicFloatType = [] {
   t.tp_name = "_shardproof.SymbolicFloat";
   t.tp_basicsize = sizeof(TermObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "A symbolic real as a Python float: what .item() of a symbolic "
-             "element gives.";
+  t.tp_doc = "A symbolic real as a Python float: what .item() and float() of a "
+             "symbolic element give.";
   t.tp_base = &TermType;
   t.tp_as_number = &float_number;
   t.tp_richcompare = in_trace<float_richcompare>;
@@ -561,7 +563,7 @@ PyObject *symbolic_float(PyObject *type, PyObject *const *args, size_t nargsf,
                          PyObject *kwnames) {
   PyObject *x = PyVectorcall_NARGS(nargsf) == 1 && !kwnames ? args[0] : nullptr;
   if (!g_context || type != reinterpret_cast<PyObject *>(&PyFloat_Type) || !x ||
-      PyFloat_CheckExact(x) || PyLong_CheckExact(x) || PyUnicode_Check(x))
+      PyFloat_Check(x) || PyLong_Check(x) || PyUnicode_Check(x))
     return g_python_float(type, args, nargsf, kwnames);
   if (is_term(x)) {
     TermId t = reinterpret_cast<TermObject *>(x)->id;

@@ -21,6 +21,20 @@ std::vector<std::string> deepspeed_check(const std::string &entry,
     args.insert(args.end(), {"--python-path", path});
   return args;
 }
+
+// moe_engine at tp 1 x dp 2 with `options` is proved, with each of `lines`.
+void expect_moe_engine_proved(std::vector<std::string> options,
+                              const std::vector<std::string> &lines) {
+  if (!std::getenv("DEEPSPEED_ROOT"))
+    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  std::vector<std::string> layout{"--tp", "1", "--dp", "2"};
+  for (std::string &option : options)
+    layout.insert(layout.end(), {"--option", std::move(option)});
+  auto r = run_cli(deepspeed_check("moe_engine", layout));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const std::string &line : lines)
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
 } // namespace
 
 class DeepSpeedMoeEngine : public ::testing::TestWithParam<const char *> {};
@@ -29,16 +43,10 @@ class DeepSpeedMoeEngine : public ::testing::TestWithParam<const char *> {};
 // experts' gradients at each ZeRO stage (stage 1 and 2 re-point every
 // weight at its view of the optimizer's flat buffer while it is built).
 TEST_P(DeepSpeedMoeEngine, ProvedWithDataParallelExperts) {
-  if (!std::getenv("DEEPSPEED_ROOT"))
-    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
-  auto r = run_cli(
-      deepspeed_check("moe_engine", {"--tp", "1", "--dp", "2", "--option", GetParam()}));
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find(": proved ("), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("proved: gradient: "
-                       "'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"),
-            std::string::npos)
-      << r.out;
+  expect_moe_engine_proved(
+      {GetParam()},
+      {": proved (", "proved: gradient: "
+                     "'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"});
 }
 
 INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedMoeEngine,
@@ -50,17 +58,10 @@ class DeepSpeedClippedMoeEngine : public ::testing::TestWithParam<const char *> 
 // clip_grad_norm_, ZeRO 1/2's partitioned norm with the expert group's
 // norms averaged over its ranks and squared back) and the stepped weights.
 TEST_P(DeepSpeedClippedMoeEngine, TheNormAndTheStepAreProvedWithDataParallelExperts) {
-  if (!std::getenv("DEEPSPEED_ROOT"))
-    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
-  auto r = run_cli(deepspeed_check("moe_engine", {"--tp", "1", "--dp", "2", "--option",
-                                                  "clip=1", "--option", GetParam()}));
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("proved: grad_norm: the norm is replicated"), std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("proved: step: "
-                       "'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"),
-            std::string::npos)
-      << r.out;
+  expect_moe_engine_proved(
+      {"clip=1", GetParam()},
+      {"proved: grad_norm: the norm is replicated",
+       "proved: step: 'module.moe.deepspeed_moe.experts.deepspeed_experts.0.weight'"});
 }
 
 INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedClippedMoeEngine,

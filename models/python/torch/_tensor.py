@@ -634,8 +634,8 @@ class Tensor(metaclass=_TensorType):
 
     def item(self):
         """The value as a Python number; a symbolic one stays symbolic
-        (_shardproof.SymbolicFloat: Python arithmetic and comparisons follow it,
-        float() of it stops the trace)."""
+        (_shardproof.SymbolicFloat: Python arithmetic, comparisons and float()
+        follow it; C code that needs its double stops the trace)."""
         if self._a.size != 1:
             raise RuntimeError(f"a Tensor with {self._a.size} elements cannot be "
                                "converted to Scalar")
@@ -661,10 +661,9 @@ class Tensor(metaclass=_TensorType):
         return nest(self._a)
 
     def __float__(self):
-        """A C double (math.sqrt(t), numpy): of a symbolic value there is
+        """A C double (math.log(t), numpy): of a symbolic value there is
         none, and the trace stops."""
-        v = self.item()
-        return v.__float__() if isinstance(v, _sp.Term) else builtins.float(v)
+        return self.__shardproof_float__().__float__()
 
     def __shardproof_float__(self):
         """float(t) in Python code (_shardproof's float): a symbolic value
