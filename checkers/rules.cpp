@@ -14,9 +14,14 @@ constexpr Rule kRules[] = {
      "world size 1, either whole on every rank (replicated) or as that rank's "
      "shard along one dimension. shardproof found input values for which no "
      "rank layout reproduces the reference, and reports the first operation on "
-     "the path to the output whose value no longer relates to the reference. "
+     "the path to the output whose value no longer relates to the reference, "
+     "looked for on the first rank whose value is wrong. Where an elementwise "
+     "operation combines two operands that each hold the reference's rows but "
+     "in different orders, it says which rows it pairs: tokens that came back "
+     "from an all-to-all in another order than their routing weights. "
      "Typical causes: a shard index computed from the wrong rank, a bias added "
-     "on every rank before a reduction, a collective over the wrong group."},
+     "on every rank before a reduction, a collective over the wrong group, a "
+     "token permutation that is not undone the way it was made."},
     {RuleCode::MissingReduction, "SP002", "missing-reduction", Severity::Error,
      "A partial sum over ranks reaches an output without being reduced.",
      "A value is a partial sum when adding it up over the ranks of a group gives "

@@ -165,6 +165,15 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
                         "the reference that still has to be added up (wrong reduce op "
                         "or group); {}",
                         divergence->op, differs)};
+  if (divergence && divergence->misaligned_rows)
+    return {mismatch_rule,
+            fmt::format("{} pairs rows of different tokens: its row {} combines "
+                        "the reference's row {} of one operand with its row {} of "
+                        "another (the operands' rows were put in different orders); "
+                        "{}",
+                        computed_here(*divergence), divergence->misaligned_rows->row,
+                        divergence->misaligned_rows->first,
+                        divergence->misaligned_rows->second, differs)};
   if (divergence && divergence->off_reference_path)
     return {mismatch_rule,
             fmt::format("{} comes from a code path the single-device run does not "
@@ -229,29 +238,63 @@ ir::SourceLoc value_made_at(const ir::Trace &home, ir::NodeId node) {
   return made ? home.node(*made).loc : loc;
 }
 
+// How specific a located divergence is: the place of its strategy in
+// kStrategies (a scale or a row arrangement explains more than the first
+// unrelated value does).
+std::size_t specificity(const std::optional<Divergence> &d);
+
+// Where the value went wrong, looked for from the obligation's home and from
+// the first rank the example shows wrong (a rank that agrees with the
+// reference may hold no trace of the bug, and a cause on another rank is
+// out of reach: ancestry stops at collectives): the more specific of the
+// two, the home's on a tie.
+struct Located {
+  int rank;
+  ir::NodeId node;
+  std::optional<Divergence> divergence;
+};
+Located locate_on_a_wrong_rank(CheckContext &context, const ValueObligation &ob,
+                               const Layout &inferred, const Example &example) {
+  auto locate = [&](int rank, ir::NodeId node) {
+    return Located{rank, node,
+                   locate_divergence(context.store, context.program, rank, node, inferred,
+                                     context.seeds())};
+  };
+  Located at_home = locate(ob.home_rank, ob.home_node);
+  const std::vector<int> wrong = example.disagreeing_ranks();
+  if (wrong.empty() || wrong[0] == ob.home_rank)
+    return at_home;
+  const ir::Output *out = find_output(context.program.rank(wrong[0]), ob.element_prefix);
+  if (!out)
+    return at_home;
+  Located at_wrong = locate(wrong[0], out->node);
+  return specificity(at_wrong.divergence) < specificity(at_home.divergence) ? at_wrong
+                                                                            : at_home;
+}
+
 void report_refutation(CheckContext &context, const ValueObligation &ob,
                        const LayoutEquation &eq, const prover::Verdict &verdict) {
   auto &store = context.store;
   const Layout inferred = infer_layout(store, ob.value, context.seeds());
+  Example example = make_example(context, ob, eq, *verdict.counterexample);
   // The locator follows a forward and its backward; an optimizer step's
   // writes are reported where the step made the value, and a gradient norm
   // where it is computed: each rank's partial norm differs from the
   // reference's by design, so the first value that differs is no cause.
-  auto divergence = ob.role == ir::Output::Role::ParameterAfterStep ||
-                            ob.role == ir::Output::Role::GradientNorm
-                        ? std::nullopt
-                        : locate_divergence(store, context.program, ob.home_rank,
-                                            ob.home_node, inferred, context.seeds());
+  const bool follows = ob.role != ir::Output::Role::ParameterAfterStep &&
+                       ob.role != ir::Output::Role::GradientNorm;
+  auto [home_rank, home_node, divergence] =
+      follows ? locate_on_a_wrong_rank(context, ob, inferred, example)
+              : Located{ob.home_rank, ob.home_node, std::nullopt};
+  const ir::Trace &home = context.program.rank(home_rank);
   if (divergence)
-    move_into_analysed_code(context.program.rank(ob.home_rank), *divergence,
-                            ob.home_node);
+    move_into_analysed_code(home, *divergence, home_node);
   Diagnosis diagnosis = diagnose(store, ob, inferred, divergence, context.seeds());
   // A scale that no single operation explains shows where the value is made.
   bool at_value = diagnosis.rule == RuleCode::WrongScaling &&
                   !(divergence && divergence->layout.kind == Layout::Kind::Scaled);
   ir::SourceLoc where =
-      at_value ? value_made_at(context.program.rank(ob.home_rank), ob.home_node)
-               : (divergence ? divergence->loc : ob.loc);
+      at_value ? value_made_at(home, home_node) : (divergence ? divergence->loc : ob.loc);
   // A value that depends on a rank's reseeded random draw: the draw is the
   // cause (rng_divergence.cpp).
   if (!context.random_divergences.empty())
@@ -265,7 +308,7 @@ void report_refutation(CheckContext &context, const ValueObligation &ob,
         break;
       }
   Finding f = Finding::of(diagnosis.rule, where, diagnosis.message);
-  f.example = make_example(context, ob, eq, *verdict.counterexample);
+  f.example = std::move(example);
   if (const Layout &final = inferred; final.kind == Layout::Kind::PartialSum)
     f.details.push_back(
         final.factor == 1
@@ -385,6 +428,18 @@ struct Ancestry {
   ir::NodeId start;                        // the value's node
   std::map<ir::NodeId, Layout> layouts;    // symbolic ancestors with twins everywhere
   std::set<ir::NodeId> off_reference_path; // ancestors made where the reference never ran
+  // Values the recipe makes from its inputs alone (a rank's slice of the
+  // batch): given as the recipe declares them, whether or not layout
+  // inference can relate them (a slice along two groups in two steps).
+  std::set<ir::NodeId> declared;
+  // For the operands of a wrong elementwise operation: the row of its twin in
+  // the reference that each of its rows on the home rank is, and how many
+  // rows the twin has.
+  struct OperandRows {
+    std::vector<std::size_t> rows;
+    std::int64_t reference_rows = 0;
+  };
+  std::map<ir::NodeId, OperandRows> operand_rows;
 
   const Layout *layout_of(ir::NodeId id) const {
     auto it = layouts.find(id);
@@ -394,7 +449,8 @@ struct Ancestry {
   // (tokens permuted for a dispatch), not where the obligation's value is made.
   bool bad(ir::NodeId id) const {
     const Layout *l = layout_of(id);
-    return l && !l->acceptable() && !(l->reordered() && id != start) && !is_parameter(id);
+    return l && !l->acceptable() && !(l->reordered() && id != start) &&
+           !is_parameter(id) && !declared.count(id);
   }
   // A parameter is not computed: how it relates to the reference is the
   // harness's declaration (its shard), which layout inference may not see
@@ -434,13 +490,41 @@ struct Ancestry {
   }
 };
 
+// Whether no two rows of `value`'s reference are equal, so that a row found
+// in it says which row it is (a mask's rows of 0s and 1s do not).
+bool distinct_rows(terms::TermStore &store, const DistributedValue &value,
+                   const prover::Seeds &seeds) {
+  DistributedValue itself = value;
+  itself.rank_shapes = {value.reference_shape};
+  itself.ranks = {value.reference};
+  auto rows = rows_of_reference(store, itself, seeds);
+  if (!rows)
+    return false;
+  for (std::size_t i = 0; i < rows->rows[0].size(); ++i)
+    if (rows->rows[0][i] != i)
+      return false;
+  return true;
+}
+
 Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
                           int home_rank, ir::NodeId start_node,
                           const Layout &value_layout, const prover::Seeds &seeds) {
   const ir::Trace &ref = program.reference();
   Twins twins(program, home_rank);
-  Ancestry ancestry{program.rank(home_rank), start_node, {}, {}};
+  Ancestry ancestry{program.rank(home_rank), start_node, {}, {}, {}, {}};
   const ir::Trace &home = ancestry.home;
+  // The value every rank holds at `id`, with its twin in the reference.
+  auto twin_value = [&](ir::NodeId id) -> std::optional<DistributedValue> {
+    std::optional<ir::NodeId> ref_id = twins.in_reference(id);
+    if (!ref_id || !twins.pairable(id))
+      return std::nullopt;
+    auto value = twins.rank_values(id);
+    if (value) {
+      value->reference_shape = ref.node(*ref_id).shape;
+      value->reference = ref.node(*ref_id).elements;
+    }
+    return value;
+  };
   std::vector<ir::NodeId> stack{start_node};
   std::set<ir::NodeId> visited;
   while (!stack.empty()) {
@@ -461,12 +545,7 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
           ancestry.layouts[id] = *layout;
       continue;
     }
-    if (!twins.pairable(id))
-      continue;
-    if (auto value = twins.rank_values(id)) {
-      const ir::Node &ref_node = ref.node(*ref_id);
-      value->reference_shape = ref_node.shape;
-      value->reference = ref_node.elements;
+    if (auto value = twin_value(id)) {
       Layout layout = infer_layout(store, *value, seeds);
       if (layout.kind == Layout::Kind::None)
         layout = rows_of_reference(store, *value, seeds).value_or(layout);
@@ -474,6 +553,28 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
     }
   }
   ancestry.layouts.try_emplace(start_node, value_layout); // the output node itself
+  for (ir::NodeId id : visited) // ids grow in execution order: inputs first
+    if (const ir::Node &n = home.node(id);
+        n.loc.harness &&
+        std::all_of(n.inputs.begin(), n.inputs.end(),
+                    [&](ir::NodeId in) { return ancestry.declared.count(in) > 0; }))
+      ancestry.declared.insert(id);
+  // Which of its twin's rows each operand of a wrong elementwise operation
+  // holds on the home rank (misaligned_rows compares them).
+  for (const auto &[id, layout] : ancestry.layouts) {
+    const ir::Node &n = home.node(id);
+    if (n.category != ir::OpCategory::Elementwise || n.op.starts_with("grad:") ||
+        n.inputs.size() < 2 || !ancestry.bad(id))
+      continue;
+    for (ir::NodeId in : n.inputs) {
+      if (ancestry.operand_rows.count(in))
+        continue;
+      if (auto value = twin_value(in); value && distinct_rows(store, *value, seeds))
+        if (auto rows = rows_of_reference(store, *value, seeds))
+          ancestry.operand_rows[in] = {std::move(rows->rows[home_rank]),
+                                       value->reference_shape[0]};
+    }
+  }
   return ancestry;
 }
 
@@ -533,6 +634,46 @@ std::optional<Divergence> unreduced_partial_sum(const Ancestry &a) {
   }));
 }
 
+// An elementwise operation whose operands hold the reference's rows in
+// different orders combines rows of different tokens (a token's expert
+// output with another token's routing probability): the first such
+// operation whose own value is wrong is where the orders parted.
+std::optional<Divergence> misaligned_rows(const Ancestry &a) {
+  for (const auto &[id, layout] : a.layouts) {
+    const ir::Node &n = a.home.node(id);
+    // A gradient node's inputs are the output gradients and saved values it
+    // came from, not operands combined row by row.
+    if (n.category != ir::OpCategory::Elementwise || n.op.starts_with("grad:") ||
+        n.shape.empty() || !a.bad(id))
+      continue;
+    // In the reference the operation combines row i of each operand's twin
+    // with row i of the others'; here row k combines the twins' rows this
+    // rank's operands hold at k.
+    // Only operands shaped as the result count (not a bias broadcast over rows).
+    std::vector<const Ancestry::OperandRows *> operands;
+    for (ir::NodeId in : n.inputs)
+      if (auto it = a.operand_rows.find(in);
+          it != a.operand_rows.end() && a.home.node(in).shape.size() == n.shape.size() &&
+          a.home.node(in).shape[0] == n.shape[0])
+        operands.push_back(&it->second);
+    for (std::size_t j = 1; j < operands.size(); ++j) {
+      const Ancestry::OperandRows &first = *operands[0], &other = *operands[j];
+      if (first.rows.size() != other.rows.size() ||
+          first.reference_rows != other.reference_rows)
+        continue;
+      auto [here, there] =
+          std::mismatch(first.rows.begin(), first.rows.end(), other.rows.begin());
+      if (here == first.rows.end())
+        continue;
+      Divergence d = a.at(id);
+      d.misaligned_rows = Divergence::MisalignedRows{
+          static_cast<std::size_t>(here - first.rows.begin()), *here, *there};
+      return d;
+    }
+  }
+  return std::nullopt;
+}
+
 // Otherwise the first value unrelated to the reference whose inputs are all
 // fine is where the computation left the reference.
 std::optional<Divergence> first_unrelated_value(const Ancestry &a) {
@@ -587,8 +728,17 @@ constexpr Strategy kStrategies[] = {
     {"scaled-chain", scaled_chain},
     {"misplaced-rows", misplaced_rows},
     {"unreduced-partial-sum", unreduced_partial_sum},
+    {"misaligned-rows", misaligned_rows},
     {"first-unrelated-value", first_unrelated_value},
 };
+
+std::size_t specificity(const std::optional<Divergence> &d) {
+  if (!d)
+    return std::size(kStrategies);
+  return std::find_if(std::begin(kStrategies), std::end(kStrategies),
+                      [&](const Strategy &s) { return s.name == d->strategy; }) -
+         std::begin(kStrategies);
+}
 
 } // namespace
 

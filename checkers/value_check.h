@@ -55,8 +55,16 @@ struct Divergence {
   Layout layout;
   bool off_reference_path = false; // made on a line the reference never ran
   std::optional<ir::NodeId> node;  // the home rank's node, where one was located
+  // Two operands whose rows are the reference's in different orders: row
+  // `row` pairs the reference's row `first` of one with its row `second` of
+  // the other (a token's value with another token's routing weight).
+  struct MisalignedRows {
+    std::size_t row, first, second;
+  };
+  std::optional<MisalignedRows> misaligned_rows;
   // The strategy that located it (value_check.cpp's kStrategies): "scaled-chain",
-  // "misplaced-rows", "unreduced-partial-sum" or "first-unrelated-value".
+  // "misplaced-rows", "unreduced-partial-sum", "misaligned-rows" or
+  // "first-unrelated-value".
   std::string_view strategy;
 };
 // Relates every ancestor of the home rank's node to the reference, then tries

@@ -214,3 +214,73 @@ TEST(DivergenceLocator, AValueTheRecipeFinishesIsMadeWhereTheTreeLastTouchedIt) 
       checkers::last_made_in_analysed_code(trace, node("recipe.py", 6, {input}, true)),
       std::nullopt);
 }
+
+// out = take(x) * p over rows: x and p of shape [2, 1] (line 1: x, 2: p,
+// 3: x's rows taken in `order`, 4: the product). The reference takes x's
+// rows in order; each of two ranks holds all of x and p (replicated) and
+// takes them in `rank_order`.
+struct RowsProgram {
+  terms::TermStore store;
+  ir::Trace reference;
+  std::vector<ir::Trace> ranks;
+  std::unique_ptr<ir::LinkedProgram> linked;
+  ir::NodeId out = 0;
+
+  explicit RowsProgram(std::vector<int> rank_order) {
+    trace(reference, 1, 0, {0, 1});
+    for (int r = 0; r < 2; ++r)
+      out = trace(ranks.emplace_back(), 2, r, rank_order);
+    linked = std::make_unique<ir::LinkedProgram>(store, reference, ranks);
+  }
+
+  ir::NodeId trace(ir::Trace &t, int world, int rank, const std::vector<int> &order) {
+    t.world = world;
+    t.rank = rank;
+    const auto kind = world == 1 ? terms::VarKind::Reference : terms::VarKind::RankLocal;
+    const std::string tag = world == 1 ? "" : "@" + std::to_string(rank);
+    std::vector<TermId> x, p, taken, product;
+    for (int i = 0; i < 2; ++i) {
+      x.push_back(store.var("x" + std::to_string(i) + tag, kind));
+      p.push_back(store.var("p" + std::to_string(i) + tag, kind));
+    }
+    for (int i = 0; i < 2; ++i) {
+      taken.push_back(x[order[i]]);
+      product.push_back(store.mul(taken[i], p[i]));
+    }
+    t.leaves.push_back(leaf(ir::LeafRole::Input, "input#0", {2, 1}, x));
+    t.leaves.push_back(leaf(ir::LeafRole::Input, "input#1", {2, 1}, p));
+    ir::NodeId nx = add(t, "input", ir::OpCategory::Leaf, 1, {}, {2, 1}, x);
+    ir::NodeId np = add(t, "input", ir::OpCategory::Leaf, 2, {}, {2, 1}, p);
+    ir::NodeId nt = add(t, "index", ir::OpCategory::Index, 3, {nx}, {2, 1}, taken);
+    return add(t, "mul", ir::OpCategory::Elementwise, 4, {nt, np}, {2, 1}, product);
+  }
+
+  std::optional<checkers::Divergence> locate() {
+    checkers::DistributedValue v;
+    v.reference_shape = {2, 1};
+    v.reference = reference.nodes.back().elements;
+    for (int r = 0; r < 2; ++r) {
+      v.rank_shapes.push_back({2, 1});
+      v.ranks.push_back(linked->linked(r, ranks[r].node(out).elements));
+    }
+    Layout layout = checkers::infer_layout(store, v, prover::Seeds{});
+    return checkers::locate_divergence(store, *linked, 0, out, layout, prover::Seeds{});
+  }
+};
+
+TEST(DivergenceLocator, OperandsInDifferentRowOrdersAreBlamedWhereTheyAreCombined) {
+  RowsProgram p({1, 0}); // x's rows swapped, p's not: x1 * p0, x0 * p1
+  ASSERT_TRUE(p.linked->mismatches().empty());
+  auto d = p.locate();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->loc.line, 4);
+  EXPECT_EQ(d->strategy, "misaligned-rows");
+  ASSERT_TRUE(d->misaligned_rows.has_value());
+  EXPECT_EQ(d->misaligned_rows->row, 0u);
+  EXPECT_EQ(d->misaligned_rows->first, 1u);  // x's row 1 ...
+  EXPECT_EQ(d->misaligned_rows->second, 0u); // ... with p's row 0
+}
+
+TEST(DivergenceLocator, OperandsInTheSameRowOrderAreNotMisaligned) {
+  EXPECT_FALSE(RowsProgram({0, 1}).locate().has_value());
+}
