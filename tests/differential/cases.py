@@ -247,6 +247,13 @@ def _as_tensor_is_the_tensor(x):
     return y + torch.as_tensor([1.0, 2.0, 3.0], dtype=torch.float64)
 
 
+def _assign_grad(x, grad):
+    """x times a leaf of x's kind whose .grad is set to grad(x)."""
+    leaf = torch.zeros_like(x).requires_grad_()
+    leaf.grad = grad(x)
+    return x * leaf.grad
+
+
 def _out_forms(x, y):
     z = torch.empty(3, dtype=torch.float64)
     torch.add(x.detach(), y.detach(), alpha=2.0, out=z)
@@ -325,6 +332,13 @@ CASES.update({
     "out_that_would_need_grad_raises": (
         [(3,)], lambda x: torch.exp(x, out=torch.empty(3, dtype=torch.float64))),
     "out_forms": ([(3,), (3,)], _out_forms),
+    # PyTorch checks an assigned .grad: of the leaf's dtype and size.
+    "grad_assigned": ([(3,)], lambda x: _assign_grad(x, lambda x: x.detach() * 2)),
+    "grad_of_another_size_raises": (
+        [(3,)], lambda x: _assign_grad(x, lambda x: x.detach()[:2])),
+    "grad_of_another_dtype_raises": (
+        [(3,)], lambda x: _assign_grad(x, lambda x: x.detach().float())),
+    "grad_not_a_tensor_raises": ([(3,)], lambda x: _assign_grad(x, lambda x: 1.0)),
     "max_min_of_two_tensors": ([(3,), (3,)], lambda x, y: torch.max(x, y) * 2 + torch.min(x, y)),
     "tensor_split_indices": ([(5,)], _tensor_split_pieces),
     "addmm": ([(2, 2), (2, 3), (3, 2)], lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0)),

@@ -399,6 +399,8 @@ def _accumulate_leaf(leaf, g):
             replaced = hook((g,))
             if replaced is not None:
                 g = replaced[0]
+    if g.dtype != leaf.dtype:  # the engine casts to the input's dtype (validate_outputs)
+        g = g.to(leaf.dtype)
     if leaf.grad is None:
         # PyTorch steals the gradient when nothing else holds it and clones
         # it otherwise: either way, a storage of its own.

@@ -494,6 +494,25 @@ class Tensor(metaclass=_TensorType):
         self.grad = None
         self.grad_fn = None
 
+    @property
+    def grad(self):
+        return self.__dict__.get("_grad")
+
+    @grad.setter
+    def grad(self, value):
+        """PyTorch's checks of an assigned .grad (python_variable.cpp):
+        a gradient of another dtype or size would be a bug that real
+        training stops at, not a value to prove things about."""
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got "
+                                f"grad of type {type(value).__name__}")
+            if value.dtype != self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._a.shape != self._a.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self.__dict__["_grad"] = value
+
     def __init_subclass__(cls, **kwargs):
         """A Tensor subclass that overrides torch functions or dispatch
         changes what every op computes: not modelled once one is made (a
@@ -799,7 +818,7 @@ class Tensor(metaclass=_TensorType):
     def clone(self, memory_format=None):
         return self._copy("clone", memory_format)
 
-    _CORE = frozenset(("_a", "dtype", "_node", "requires_grad", "grad", "grad_fn", "_vc",
+    _CORE = frozenset(("_a", "dtype", "_node", "requires_grad", "_grad", "grad_fn", "_vc",
                        "_own_values",
                        "_base", "_loc"))
 

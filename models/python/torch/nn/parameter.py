@@ -16,7 +16,7 @@ class Parameter(Tensor):
         super().__init__(symbolic._a, data.dtype, symbolic._node, requires_grad)
         self._origin = _tracing.location()[:2]
         self.__dict__.update({k: v for k, v in data.__dict__.items()
-                              if k not in ("_a", "dtype", "_node", "grad",
+                              if k not in ("_a", "dtype", "_node", "_grad",
                                            "grad_fn", "requires_grad")})
 
     def __repr__(self):
