@@ -155,6 +155,31 @@ class _BroadcastGrad(torch.autograd.Function):
 CASES["function_broadcast_grad"] = ([(3,), (2, 3)], _BroadcastGrad.apply)
 
 
+def _function_with_backward(backward):
+    """y * x through a custom Function whose backward is `backward(g, x, y)`."""
+    class Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return y * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward(g, *ctx.saved_tensors)
+    return Function.apply
+
+
+# What PyTorch's engine does with a custom backward's results: casts a
+# gradient to its input's dtype, and refuses one of a shape the input does not
+# broadcast to, or too few of them.
+CASES["function_grad_of_another_dtype"] = ([(3,), (3,)], _function_with_backward(
+    lambda g, x, y: ((g * y).float(), g * x)))
+CASES["function_grad_of_another_shape_raises"] = ([(2, 3), (2, 3)], _function_with_backward(
+    lambda g, x, y: ((g * y)[:1], g * x)))
+CASES["function_too_few_grads_raises"] = ([(3,), (3,)], _function_with_backward(
+    lambda g, x, y: (g * y,)))
+
+
 # Indexing by concrete indices (MoE routing, Megatron's DDP buffers).
 _ROWS = [[0.5, 3.0, -1.0, 2.0], [1.0, 0.0, 4.0, 4.5]]
 
