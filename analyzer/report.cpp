@@ -77,15 +77,6 @@ std::vector<std::string> example_lines(const checkers::Example &example) {
   return lines;
 }
 
-// What the text report prints under a finding's message.
-std::vector<std::string> detail_lines(const checkers::Finding &f) {
-  std::vector<std::string> lines;
-  if (f.example)
-    lines = example_lines(*f.example);
-  lines.insert(lines.end(), f.details.begin(), f.details.end());
-  return lines;
-}
-
 // The example as data; a value that cannot be evaluated (NaN) is null.
 nlohmann::json example_json(const checkers::Example &example) {
   auto number = [](double v) {
@@ -246,6 +237,14 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   doc["obligations"] = {
       {"proved", counts[0]}, {"refuted", counts[1]}, {"unknown", counts[2]}};
   out << doc.dump(2) << "\n";
+}
+
+std::vector<std::string> detail_lines(const checkers::Finding &f) {
+  std::vector<std::string> lines;
+  if (f.example)
+    lines = example_lines(*f.example);
+  lines.insert(lines.end(), f.details.begin(), f.details.end());
+  return lines;
 }
 
 } // namespace shardproof::analyzer

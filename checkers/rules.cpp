@@ -235,17 +235,22 @@ constexpr bool registry_in_code_order() {
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
 
-std::span<const RuleCode> session_rules() {
-  // The kernel rules come from the analyzer's kernel check
-  // (analyzer/kernel_check.cpp), which reads lifted kernels, not a program.
-  static constexpr RuleCode kSessionRules[] = {
-      RuleCode::InferredLayout,       RuleCode::KernelMismatch,
-      RuleCode::MemoryRace,           RuleCode::OutOfBounds,
-      RuleCode::KernelNotLaunched,    RuleCode::UninitialisedRead,
-      RuleCode::DivergentBarrier,     RuleCode::CrossRankRace,
-      RuleCode::UncheckedPrecondition};
-  return kSessionRules;
-}
+namespace {
+// The layout rule comes from the analyzer's layout inference; the kernel
+// rules, after it, from its kernel check (analyzer/kernel_check.cpp), which
+// reads lifted kernels, not a program.
+constexpr RuleCode kSessionRules[] = {
+    RuleCode::InferredLayout,       RuleCode::KernelMismatch,
+    RuleCode::MemoryRace,           RuleCode::OutOfBounds,
+    RuleCode::KernelNotLaunched,    RuleCode::UninitialisedRead,
+    RuleCode::DivergentBarrier,     RuleCode::CrossRankRace,
+    RuleCode::UncheckedPrecondition};
+static_assert(kSessionRules[0] == RuleCode::InferredLayout);
+} // namespace
+
+std::span<const RuleCode> session_rules() { return kSessionRules; }
+
+std::span<const RuleCode> kernel_rules() { return std::span(kSessionRules).subspan(1); }
 
 std::string_view severity_name(Severity severity) {
   switch (severity) {

@@ -51,6 +51,8 @@ std::span<const Rule> all_rules();
 // (a layout it had to infer) or about a lifted CUDA kernel, not about one
 // obligation of a linked program.
 std::span<const RuleCode> session_rules();
+// The rules a CUDA kernel's check reports (a subset of session_rules).
+std::span<const RuleCode> kernel_rules();
 const Rule &rule(RuleCode code);
 // The rule whose id (SP001) or name (forward-mismatch) is `text`, if any.
 const Rule *find_rule(std::string_view text);

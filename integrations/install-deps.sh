@@ -12,6 +12,7 @@ packages=(
   python3-pydantic                       # DeepSpeed's config (1.x: trees to mid-2024)
   python3-torch                          # real PyTorch: ground truth in tests
   googletest libgtest-dev libgmock-dev
+  clang-tidy-19 llvm-19-tools             # the clang-tidy plugin and its tests
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
 )
 
