@@ -357,6 +357,12 @@ CASES.update({
     "out_that_would_need_grad_raises": (
         [(3,)], lambda x: torch.exp(x, out=torch.empty(3, dtype=torch.float64))),
     "out_forms": ([(3,), (3,)], _out_forms),
+    # narrow and split check their ranges (numpy's slices would clamp).
+    "narrow_from_the_end": ([(4, 2)], lambda x: x.narrow(0, -3, 2) * 2 + x.narrow(1, 1, 1)[1:3]),
+    "narrow_past_the_end_raises": ([(4,)], lambda x: x.narrow(0, 2, 3)),
+    "narrow_start_out_of_range_raises": ([(4,)], lambda x: x.narrow(0, 5, 0)),
+    "split_sizes_not_summing_raises": ([(4,)], lambda x: torch.split(x, [1, 2])[0]),
+    "split_sizes": ([(5, 2)], lambda x: torch.split(x, [2, 3])[1] * 3),
     # PyTorch checks an assigned .grad: of the leaf's dtype and size.
     "grad_assigned": ([(3,)], lambda x: _assign_grad(x, lambda x: x.detach() * 2)),
     "grad_of_another_size_raises": (

@@ -1514,8 +1514,10 @@ class Tensor(metaclass=_TensorType):
         return _movement("tril", "index", lambda a: np.tril(a, k), (self,))
 
     def narrow(self, dim, start, length):
+        d = _dim(dim, self.ndim)
+        start = _narrow_start(self._a.shape[d], start, length)
         index = [slice(None)] * self.ndim
-        index[_dim(dim, self.ndim)] = slice(start, start + length)
+        index[d] = slice(start, start + length)
         index = tuple(index)
         return self._view("narrow", lambda a: a[index])
 
@@ -2239,12 +2241,31 @@ def matmul(a, b):
                   saved=_saves(a, b))
 
 
+def _narrow_start(size, start, length):
+    """narrow's start, checked as PyTorch checks it (a negative one counts
+    from the end): numpy's slicing would silently clamp a range past the
+    end, where PyTorch refuses it."""
+    start, length = builtins.int(start), builtins.int(length)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, "
+                         f"{size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
+    return start
+
+
 def split(t, split_size_or_sections, dim=0):  # torch.split's parameter names
     split_size = split_size_or_sections
     d = _dim(dim, t.ndim)
     n = t._a.shape[d]
     sizes = ([split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
              if isinstance(split_size, builtins.int) else list(split_size))
+    if not isinstance(split_size, builtins.int) and sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                           f"(input tensor's size at dimension {d}), but got "
+                           f"split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
         out.append(t.narrow(d, start, s))
