@@ -392,6 +392,10 @@ private:
     }
     if (var->isStaticLocal())
       not_modelled(s, "a static local variable");
+    if (address_taken(var)) { // float v; reduce(&v): a cell a pointer can point to
+      declare_addressed_scalar(var, on);
+      return;
+    }
     if (type->isArrayType()) {
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
@@ -415,6 +419,11 @@ private:
         initialise_vector(var, on);
       return;
     }
+    // A register again (a loop's next iteration), whatever to_memory made of
+    // the last one.
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        threads_[t].locals.erase(var);
     if (!var->hasInit()) {
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t])
@@ -426,6 +435,75 @@ private:
       if (on[t])
         threads_[t].frames.back().registers[var] =
             convert(v[t], var->getInit()->getType(), type, var->getInit());
+  }
+
+  // Whether the function that declares `var` takes its address anywhere: a
+  // scalar whose address is taken lives in a one-element local buffer, so
+  // a pointer to it is a pointer like any other (read, written, passed on,
+  // bounds-checked).
+  bool address_taken(const clang::VarDecl *var) {
+    clang::QualType type = var->getType().getCanonicalType();
+    if (!(type->isScalarType() || is_sixteen_bit(type)) || type->isPointerType())
+      return false;
+    auto [it, fresh] = address_taken_.try_emplace(var, false);
+    if (fresh)
+      if (const auto *fn = llvm::dyn_cast_or_null<clang::FunctionDecl>(
+              var->getParentFunctionOrMethod()))
+        it->second = takes_address_of(fn->getBody(), var);
+    return it->second;
+  }
+
+  static bool takes_address_of(const clang::Stmt *s, const clang::VarDecl *var) {
+    if (!s)
+      return false;
+    if (const auto *op = llvm::dyn_cast<clang::UnaryOperator>(s);
+        op && op->getOpcode() == clang::UO_AddrOf)
+      if (const auto *ref =
+              llvm::dyn_cast<clang::DeclRefExpr>(op->getSubExpr()->IgnoreParenImpCasts());
+          ref && ref->getDecl() == var)
+        return true;
+    return std::any_of(s->child_begin(), s->child_end(), [&](const clang::Stmt *child) {
+      return takes_address_of(child, var);
+    });
+  }
+
+  // A register whose address is taken where its declaration could not tell
+  // (through a reference: f(float &v) { g(&v); }): it moves into a
+  // one-element local buffer for the rest of its life, and every name of it
+  // (the variable, the references to it) means that cell from now on.
+  Place to_memory(int t, const Place &reg, const clang::Expr *e) {
+    clang::QualType type = reg.var->getType().getCanonicalType();
+    if (!(type->isScalarType() || is_sixteen_bit(type)) || type->isPointerType())
+      not_modelled(e, "the address of a variable");
+    Thread &thread = threads_[t];
+    Frame &home = thread.frames[reg.frame];
+    Place cell{nullptr, new_buffer(array_buffer(reg.var, Space::Local)), 0};
+    if (auto it = home.registers.find(reg.var); it != home.registers.end()) {
+      buffers_[cell.buffer].cells[0] = it->second; // Undef stays unwritten
+      home.registers.erase(it);
+    }
+    thread.locals[reg.var] = cell.buffer;
+    for (Frame &frame : thread.frames)
+      for (auto &[param, alias] : frame.references)
+        if (alias.var == reg.var && alias.frame == reg.frame)
+          alias = cell;
+    return cell;
+  }
+
+  void declare_addressed_scalar(const clang::VarDecl *var, const Mask &on) {
+    std::vector<Place> cell(on.size());
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t]) {
+        threads_[t].locals[var] = new_buffer(array_buffer(var, Space::Local));
+        cell[t] = {nullptr, threads_[t].locals[var], 0};
+      }
+    if (!var->hasInit())
+      return;
+    Values v = eval(var->getInit(), on);
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t])
+        v[t] = convert(v[t], var->getInit()->getType(), var->getType(), var->getInit());
+    store(cell, v, on, var->getInit(), var->getType());
   }
 
   // T a[N]{v0, ...}: the values given, the rest zero (of one dimension,
@@ -1543,7 +1621,7 @@ private:
       for (std::size_t t = 0; t < on.size(); ++t)
         if (on[t]) {
           if (places[t].var)
-            not_modelled(op, "the address of a variable");
+            places[t] = to_memory(static_cast<int>(t), places[t], op);
           out[t] = Value::pointer(places[t].buffer, places[t].offset);
         }
       return out;
@@ -2933,6 +3011,7 @@ private:
   std::vector<Buffer> buffers_;
   std::map<std::string, int> buffer_of_;
   std::unordered_map<const clang::VarDecl *, int> shared_; // of the current block
+  std::unordered_map<const clang::VarDecl *, bool> address_taken_;
   std::vector<Thread> threads_;
   std::array<int, 3> block_{};
   int block_serial_ = -1, phase_ = 0, call_depth_ = 0;

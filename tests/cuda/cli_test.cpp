@@ -30,14 +30,13 @@ TEST_P(CudaProvedKernel, IsProvedEqualToItsReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Kernels, CudaProvedKernel,
-    ::testing::Values("block_sum.cu", "softmax_warp.cu", "bias_gelu.cu",
-                      "shuffle_lanes.cu", "relu_branch.cu", "warp_sum_syncwarp.cu",
-                      "atomic_sum.cu", "causal_softmax.cu", "rms_norm_partial_warp.cu",
-                      "included_helper.cu", "relu_undeclared_branches.cu",
-                      "ternary_assigns.cu", "shift_right_unsigned.cu",
-                      "bias_gelu_vectorised.cu", "rotary_forward.cu",
-                      "rotary_backward.cu", "softmax_half_float2.cu",
-                      "bias_gelu_half_uint4.cu", "rope_half_c10.cu"));
+    ::testing::Values(
+        "block_sum.cu", "softmax_warp.cu", "bias_gelu.cu", "shuffle_lanes.cu",
+        "relu_branch.cu", "warp_sum_syncwarp.cu", "atomic_sum.cu", "causal_softmax.cu",
+        "rms_norm_partial_warp.cu", "included_helper.cu", "relu_undeclared_branches.cu",
+        "ternary_assigns.cu", "shift_right_unsigned.cu", "bias_gelu_vectorised.cu",
+        "rotary_forward.cu", "rotary_backward.cu", "softmax_half_float2.cu",
+        "bias_gelu_half_uint4.cu", "rope_half_c10.cu", "rms_norm_by_pointer.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -118,6 +117,16 @@ TEST(CudaCli, OutOfBoundsIsAnError) {
                   "tests/cuda/kernels/missing_bounds_guard.cu:11:19: error: "
                   "out-of-bounds read of x[40] ('x[i]') by thread (8,0,0) of block "
                   "(1,0,0): the global buffer has 40 elements [SP014]"))
+      << r.out;
+}
+
+TEST(CudaCli, APointerToARegisterIsBoundsCheckedAsTheOneElementItPointsTo) {
+  auto r = run_cli({"check", kernel("rms_norm_by_pointer_past_the_register.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/rms_norm_by_pointer_past_the_register.cu:11:45: "
+                  "error: out-of-bounds read of sum[1] ('data[i]') by thread (0,0,0) "
+                  "of block (0,0,0): the local buffer has 1 element [SP014]"))
       << r.out;
 }
 

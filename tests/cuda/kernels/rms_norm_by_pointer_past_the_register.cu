@@ -1,0 +1,26 @@
+// rms_norm_by_pointer.cu reducing two values through the address of one:
+// warp_reduce<2>(&sum) reads and writes past the register it was given.
+#include <cuda_runtime.h>
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+template <int total>
+__device__ void warp_reduce(float *data) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    for (int i = 0; i < total; ++i)
+      data[i] += __shfl_xor_sync(kFullMask, data[i], offset, 32);
+}
+
+// shardproof: launch rms_norm grid=(2) block=(32)
+// shardproof: arg x = float32[2,32]
+// shardproof: arg gamma = float32[32]
+// shardproof: arg out = float32[2,32]
+// shardproof: reference out = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * gamma
+__global__ void rms_norm(const float *x, const float *gamma, float *out) {
+  const float *row = x + blockIdx.x * 32;
+  float v = row[threadIdx.x];
+  float sum = v * v;
+  warp_reduce<2>(&sum);
+  float scale = rsqrtf(sum / 32 + 1e-5f);
+  out[blockIdx.x * 32 + threadIdx.x] = v * scale * gamma[threadIdx.x];
+}
