@@ -889,6 +889,8 @@ private:
       return v; // a buffer, or null
     if (to->isIntegerType() && v.kind == Value::Kind::SymBool)
       return v; // a comparison as 0/1, for a branch to decide
+    if (to->isIntegerType() && from->isIntegerType() && v.kind == Value::Kind::Pointer)
+      return v; // a shared-window address (shared_window_address), kept as it is
     not_modelled(at, fmt::format("the conversion to '{}'", to.getAsString()));
   }
 
@@ -2005,6 +2007,8 @@ private:
       return atomic_add(call, on);
     if (name == "sincosf" || name == "__sincosf" || name == "sincos")
       return sincos(call, on);
+    if (name == "__cvta_generic_to_shared")
+      return shared_window_address(call, on);
     if (auto fn = intrinsic(name, call))
       return apply(call, *fn, on);
     const clang::FunctionDecl *body = callee->getDefinition();
@@ -2092,16 +2096,17 @@ private:
   std::optional<IntrinsicFn> intrinsic(const std::string &name,
                                        const clang::CallExpr *call) const {
     static const std::map<std::string, terms::Fn, std::less<>> functions{
-        {"expf", terms::Fn::Exp},     {"__expf", terms::Fn::Exp},
-        {"exp", terms::Fn::Exp},      {"logf", terms::Fn::Log},
-        {"__logf", terms::Fn::Log},   {"log", terms::Fn::Log},
-        {"sqrtf", terms::Fn::Sqrt},   {"sqrt", terms::Fn::Sqrt},
-        {"rsqrtf", terms::Fn::Rsqrt}, {"rsqrt", terms::Fn::Rsqrt},
-        {"tanhf", terms::Fn::Tanh},   {"tanh", terms::Fn::Tanh},
-        {"erff", terms::Fn::Erf},     {"erf", terms::Fn::Erf},
-        {"sinf", terms::Fn::Sin},     {"__sinf", terms::Fn::Sin},
-        {"sin", terms::Fn::Sin},      {"cosf", terms::Fn::Cos},
-        {"__cosf", terms::Fn::Cos},   {"cos", terms::Fn::Cos}};
+        {"expf", terms::Fn::Exp},          {"__expf", terms::Fn::Exp},
+        {"exp", terms::Fn::Exp},           {"logf", terms::Fn::Log},
+        {"__logf", terms::Fn::Log},        {"log", terms::Fn::Log},
+        {"sqrtf", terms::Fn::Sqrt},        {"sqrt", terms::Fn::Sqrt},
+        {"rsqrtf", terms::Fn::Rsqrt},      {"rsqrt", terms::Fn::Rsqrt},
+        {"__frsqrt_rn", terms::Fn::Rsqrt}, {"__fsqrt_rn", terms::Fn::Sqrt},
+        {"tanhf", terms::Fn::Tanh},        {"tanh", terms::Fn::Tanh},
+        {"erff", terms::Fn::Erf},          {"erf", terms::Fn::Erf},
+        {"sinf", terms::Fn::Sin},          {"__sinf", terms::Fn::Sin},
+        {"sin", terms::Fn::Sin},           {"cosf", terms::Fn::Cos},
+        {"__cosf", terms::Fn::Cos},        {"cos", terms::Fn::Cos}};
     if (auto it = functions.find(name); it != functions.end())
       return IntrinsicFn{Intrinsic::Fn, it->second};
     bool real = call->getType()->isRealFloatingType();
@@ -2126,6 +2131,22 @@ private:
         name == "__bfloat162float" || name == "__float2bfloat16")
       return IntrinsicFn{Intrinsic::Identity};
     return std::nullopt;
+  }
+
+  // __cvta_generic_to_shared(p): p's address in the shared window, an
+  // integer that only inline PTX's ld.shared / st.shared take as their
+  // address (DeepSpeed's mem_access::load_shared). It stays the pointer it
+  // was; arithmetic on it is not modelled (it would count bytes, not elements).
+  Values shared_window_address(const clang::CallExpr *call, const Mask &on) {
+    if (call->getNumArgs() != 1)
+      not_modelled(call, fmt::format("the call '{}'", text_of(call)));
+    Values p = eval(call->getArg(0), on);
+    for (std::size_t t = 0; t < on.size(); ++t)
+      if (on[t] && (p[t].kind != Value::Kind::Pointer ||
+                    buffers_[p[t].buffer].space != Space::Shared))
+        not_modelled(call, fmt::format("'{}' of a pointer that is not into shared memory",
+                                       text_of(call)));
+    return p;
   }
 
   Values apply(const clang::CallExpr *call, IntrinsicFn fn, const Mask &on) {

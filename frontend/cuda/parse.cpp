@@ -28,6 +28,27 @@ CudaFile::CudaFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaFile::CudaFile(CudaFile &&) noexcept = default;
 CudaFile::~CudaFile() = default;
 
+namespace {
+// nvcc's version macros for the toolkit at `cuda_path` (its cuda.h's
+// CUDA_VERSION, 13000 for 13.0), which clang does not define: code that
+// chooses a branch by them (`#if __CUDACC_VER_MAJOR__ >= 11`) is read as
+// nvcc compiles it. None when cuda.h gives no version.
+std::vector<std::string> nvcc_version_defines(const std::string &cuda_path) {
+  std::ifstream header(cuda_path + "/include/cuda.h");
+  std::string line;
+  while (std::getline(header, line)) {
+    std::istringstream words(line);
+    std::string hash, name;
+    long version = 0;
+    if (words >> hash >> name >> version && hash == "#define" && name == "CUDA_VERSION")
+      return {fmt::format("-D__CUDACC_VER_MAJOR__={}", version / 1000),
+              fmt::format("-D__CUDACC_VER_MINOR__={}", version % 1000 / 10),
+              "-D__CUDACC_VER_BUILD__=0"};
+  }
+  return {};
+}
+} // namespace
+
 std::vector<std::string> clang_arguments(const ParseOptions &options) {
   std::vector<std::string> args{"-x",
                                 "cuda",
@@ -44,9 +65,15 @@ std::vector<std::string> clang_arguments(const ParseOptions &options) {
     args.push_back("--cuda-path=" + *options.cuda_path);
     args.push_back("-isystem" SHARDPROOF_CUDA_SHIM_DIR);
     args.push_back("-isystem" + *options.cuda_path + "/include/cccl");
+    for (std::string &define : nvcc_version_defines(*options.cuda_path))
+      args.push_back(std::move(define));
   } else {
+    // nvcc's version macros as CUDA 12.0 would give them: shardproof's
+    // header set declares what kernels of that generation use.
     args.insert(args.end(),
-                {"-nocudainc", "-nocudalib", "-isystem" SHARDPROOF_CUDA_INCLUDE_DIR});
+                {"-nocudainc", "-nocudalib", "-isystem" SHARDPROOF_CUDA_INCLUDE_DIR,
+                 "-D__CUDACC_VER_MAJOR__=12", "-D__CUDACC_VER_MINOR__=0",
+                 "-D__CUDACC_VER_BUILD__=0"});
   }
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
   return args;

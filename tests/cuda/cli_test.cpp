@@ -36,7 +36,8 @@ INSTANTIATE_TEST_SUITE_P(
         "rms_norm_partial_warp.cu", "included_helper.cu", "relu_undeclared_branches.cu",
         "ternary_assigns.cu", "shift_right_unsigned.cu", "bias_gelu_vectorised.cu",
         "rotary_forward.cu", "rotary_backward.cu", "softmax_half_float2.cu",
-        "bias_gelu_half_uint4.cu", "rope_half_c10.cu", "rms_norm_by_pointer.cu"));
+        "bias_gelu_half_uint4.cu", "rope_half_c10.cu", "rms_norm_by_pointer.cu",
+        "rms_norm_by_reference.cu", "shared_ptx_reverse.cu"));
 
 TEST(CudaCli, MissingBarrierIsASharedMemoryRaceWithBothAccesses) {
   auto r = run_cli({"check", kernel("block_sum_missing_barrier.cu")});
@@ -130,6 +131,14 @@ TEST(CudaCli, APointerToARegisterIsBoundsCheckedAsTheOneElementItPointsTo) {
       << r.out;
 }
 
+TEST(CudaCli, AGlobalPointerInTheSharedWindowIsNotModelled) {
+  auto r = run_cli({"check", kernel("shared_ptx_of_a_global_pointer.cu")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "'__cvta_generic_to_shared(src)' of a pointer that is not into "
+                         "shared memory"))
+      << r.out;
+}
+
 TEST(CudaCli, MalformedAnnotationIsBadInputWithFileAndLine) {
   auto r = run_cli({"check", kernel("malformed_annotation.cu")});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
@@ -196,7 +205,7 @@ TEST(CudaCli, TheRealToolkitHeadersGiveTheSameVerdicts) {
     GTEST_SKIP() << "no CUDA toolkit at " << toolkit;
   for (const char *name :
        {"block_sum.cu", "softmax_warp.cu", "half_scale.cu", "softmax_half_float2.cu",
-        "bias_gelu_half_uint4.cu", "rope_half_c10.cu"}) {
+        "bias_gelu_half_uint4.cu", "rope_half_c10.cu", "shared_ptx_reverse.cu"}) {
     auto r = run_cli({"check", "--cuda-path", toolkit, kernel(name)});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
   }

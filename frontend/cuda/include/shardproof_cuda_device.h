@@ -166,6 +166,11 @@ __SP_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __SP_DEVICE float fmaf(float a, float b, float c) { return a * b + c; }
 __SP_DEVICE float __fdividef(float a, float b) { return a / b; }
 __SP_DEVICE float __frcp_rn(float a) { return 1.0f / a; }
+__SP_DEVICE float __frsqrt_rn(float a) { return 1.0f / __builtin_sqrtf(a); }
+__SP_DEVICE float __fsqrt_rn(float a) { return __builtin_sqrtf(a); }
+// A shared pointer's address in the shared window, for inline PTX's
+// ld.shared / st.shared (the lifter keeps it the pointer it was).
+__device__ size_t __cvta_generic_to_shared(const void *ptr);
 __SP_DEVICE int min(int a, int b) { return a < b ? a : b; }
 __SP_DEVICE int max(int a, int b) { return a > b ? a : b; }
 
