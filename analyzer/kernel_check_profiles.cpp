@@ -387,6 +387,27 @@ private:
     return std::nullopt;
   }
 
+  // What a size tried beside the one a case is reported at gave, for the
+  // report's details: its fault, its proof, or why it could not be proved.
+  std::string outcome_at(const Tried &t) const {
+    std::string at =
+        fmt::format("at {}{} (a multiple of {})", sizes_str(host_.int_params, t.at.sizes),
+                    t.result.verdict() == TargetVerdict::Refuted ? " too" : "", t.width);
+    switch (t.result.verdict()) {
+    case TargetVerdict::Refuted:
+      return fmt::format("{}: {}", at, t.result.findings.front().message);
+    case TargetVerdict::Proved:
+      return fmt::format("{}: proved", at);
+    default:
+      break;
+    }
+    std::string why = t.result.failure ? t.result.failure->message : "";
+    for (const checkers::ObligationResult &o : t.result.obligations)
+      if (why.empty() && o.verdict.kind == prover::Verdict::Kind::Unknown)
+        why = o.verdict.why;
+    return fmt::format("{}: could not prove{}", at, why.empty() ? "" : ": " + why);
+  }
+
   // One result for the case over the sizes tried: proved where each is; at
   // a precondition (a fault only below width k), the proofs at the aligned
   // sizes and an SP019 warning; otherwise the first size that is not proved
@@ -420,11 +441,8 @@ private:
       result.target = target;
       if (shown != tried.end())
         for (const Tried &t : tried)
-          if (&t != &*shown && t.result.verdict() == TargetVerdict::Refuted)
-            result.findings.front().details.push_back(
-                fmt::format("at {} too (a multiple of {}): {}",
-                            sizes_str(host_.int_params, t.at.sizes), t.width,
-                            t.result.findings.front().message));
+          if (&t != &*shown)
+            result.findings.front().details.push_back(outcome_at(t));
       return result;
     }
     result.target = target;
@@ -456,9 +474,9 @@ private:
         params.insert(names.begin(), names.end());
         aligned.push_back(sizes_str(host_.int_params, restricted(t.at.sizes, names)));
       }
-    std::string where = fmt::format(
-        "{} {} of {}", fmt::join(params, " and "),
-        params.size() == 1 ? "is a multiple" : "are multiples", k);
+    std::string where =
+        fmt::format("{} {} of {}", fmt::join(params, " and "),
+                    params.size() == 1 ? "is a multiple" : "are multiples", k);
     result.target.function.insert(result.target.function.size() - 1,
                                   fmt::format("; proved where {}", where));
     auto fault = std::find_if(tried.begin(), tried.end(), [](const Tried &t) {
