@@ -490,6 +490,14 @@ struct Ancestry {
   }
 };
 
+// An operation that combines its operands row by row: a forward elementwise
+// one (a gradient node's inputs are the output gradients and saved values
+// it came from, not operands combined row by row).
+bool combines_rows(const ir::Node &n) {
+  return n.category == ir::OpCategory::Elementwise && !n.op.starts_with("grad:") &&
+         !n.shape.empty() && n.inputs.size() >= 2;
+}
+
 // Whether no two rows of `value`'s reference are equal, so that a row found
 // in it says which row it is (a mask's rows of 0s and 1s do not).
 bool distinct_rows(terms::TermStore &store, const DistributedValue &value,
@@ -563,8 +571,7 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
   // holds on the home rank (misaligned_rows compares them).
   for (const auto &[id, layout] : ancestry.layouts) {
     const ir::Node &n = home.node(id);
-    if (n.category != ir::OpCategory::Elementwise || n.op.starts_with("grad:") ||
-        n.inputs.size() < 2 || !ancestry.bad(id))
+    if (!combines_rows(n) || !ancestry.bad(id))
       continue;
     for (ir::NodeId in : n.inputs) {
       if (ancestry.operand_rows.count(in))
@@ -641,15 +648,12 @@ std::optional<Divergence> unreduced_partial_sum(const Ancestry &a) {
 std::optional<Divergence> misaligned_rows(const Ancestry &a) {
   for (const auto &[id, layout] : a.layouts) {
     const ir::Node &n = a.home.node(id);
-    // A gradient node's inputs are the output gradients and saved values it
-    // came from, not operands combined row by row.
-    if (n.category != ir::OpCategory::Elementwise || n.op.starts_with("grad:") ||
-        n.shape.empty() || !a.bad(id))
+    if (!combines_rows(n) || !a.bad(id))
       continue;
     // In the reference the operation combines row i of each operand's twin
     // with row i of the others'; here row k combines the twins' rows this
-    // rank's operands hold at k.
-    // Only operands shaped as the result count (not a bias broadcast over rows).
+    // rank's operands hold at k. Only operands shaped as the result count
+    // (not a bias broadcast over rows).
     std::vector<const Ancestry::OperandRows *> operands;
     for (ir::NodeId in : n.inputs)
       if (auto it = a.operand_rows.find(in);

@@ -442,8 +442,7 @@ private:
   // a pointer to it is a pointer like any other (read, written, passed on,
   // bounds-checked).
   bool address_taken(const clang::VarDecl *var) {
-    clang::QualType type = var->getType().getCanonicalType();
-    if (!(type->isScalarType() || is_sixteen_bit(type)) || type->isPointerType())
+    if (!addressable(var->getType()))
       return false;
     auto [it, fresh] = address_taken_.try_emplace(var, false);
     if (fresh)
@@ -451,6 +450,12 @@ private:
               var->getParentFunctionOrMethod()))
         it->second = takes_address_of(fn->getBody(), var);
     return it->second;
+  }
+
+  // A register a one-element local buffer can hold: a number, not a pointer.
+  bool addressable(clang::QualType type) const {
+    type = type.getCanonicalType();
+    return (type->isScalarType() || is_sixteen_bit(type)) && !type->isPointerType();
   }
 
   static bool takes_address_of(const clang::Stmt *s, const clang::VarDecl *var) {
@@ -472,8 +477,7 @@ private:
   // one-element local buffer for the rest of its life, and every name of it
   // (the variable, the references to it) means that cell from now on.
   Place to_memory(int t, const Place &reg, const clang::Expr *e) {
-    clang::QualType type = reg.var->getType().getCanonicalType();
-    if (!(type->isScalarType() || is_sixteen_bit(type)) || type->isPointerType())
+    if (!addressable(reg.var->getType()))
       not_modelled(e, "the address of a variable");
     Thread &thread = threads_[t];
     Frame &home = thread.frames[reg.frame];
