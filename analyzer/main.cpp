@@ -1,5 +1,6 @@
 // shardproof: proves that distributed training code computes what its
 // single-device version computes.
+#include "analyzer/extensions.h"
 #include "analyzer/kernel_check.h"
 #include "analyzer/report.h"
 #include "analyzer/session.h"
@@ -157,6 +158,22 @@ int main(int argc, char **argv) {
   scan->add_flag("--list", list_only,
                  "print the (recipe, layout and options) rows the scan runs, and stop");
 
+  auto *bindings = app.add_subcommand(
+      "bindings", "List the functions PyTorch extensions expose to Python (pybind11, "
+                  "TORCH_LIBRARY) and the CUDA kernels each runs");
+  std::vector<std::string> extension_paths;
+  bindings
+      ->add_option("paths", extension_paths,
+                   "the extension's sources: files, or folders searched for .cpp, .cc, "
+                   ".cu and .cuh")
+      ->required()
+      ->check(CLI::ExistingPath);
+  bindings->add_option("--cuda-path", cuda_path, "parse with this CUDA toolkit's headers")
+      ->check(CLI::ExistingDirectory);
+  bindings->add_option("--format", format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
   std::vector<std::string> rule_ids;
@@ -169,6 +186,12 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+
+  if (*bindings) {
+    auto listing = analyzer::list_extensions(extension_paths, {.cuda_path = cuda_path});
+    std::cout << analyzer::render_extensions(listing, format == "json");
+    return listing.errors.empty() ? 0 : 2;
   }
 
   if (*rules) {

@@ -1,5 +1,6 @@
 #include "analyzer/session.h"
 
+#include "analyzer/extensions.h"
 #include "analyzer/layout_inference.h"
 #include "checkers/decision_paths.h"
 #include "frontend/python/python_frontend.h"
@@ -225,7 +226,8 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
                                             {.world = world,
                                              .time_limit = options.trace_time_limit,
                                              .python_path = options.python_path,
-                                             .witness = path.witness});
+                                             .witness = path.witness,
+                                             .extensions = extension_resolver()});
   if (path.traced.failure)
     return path;
   RunChecks run = [&](const std::vector<ir::Trace> &ranks) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,27 @@ struct Target {
 // "FILE.py::FUNC" or "FILE.py" (FUNC = entry).
 Target parse_target(const std::string &text);
 
+// A function a compiled PyTorch extension exposes to Python, and the
+// kernels behind it, for the analysed code's torch.utils.cpp_extension.load.
+struct ExtensionFunctionInfo {
+  std::string name;                   // the module's attribute
+  ir::SourceLoc registered_at;        // its m.def
+  std::string function;               // the C++ function bound
+  std::vector<std::string> kernels;   // "KERNEL (launched at FILE:LINE)"
+  std::vector<std::string> undefined; // reached, defined in none of the sources
+};
+struct ExtensionModule {
+  std::vector<ExtensionFunctionInfo> functions;
+  // A source that could not be read: the module's functions are unknown.
+  std::optional<std::string> error;
+};
+// The module load(name, sources) would build, its sources read with the
+// preprocessor flags (-I, -D, -U) the call gives the compiler. Given by the
+// analyzer, which composes the frontends; unset, such a build is not modelled.
+using ExtensionResolver = std::function<ExtensionModule(
+    const std::string &name, const std::vector<std::string> &sources,
+    const std::vector<std::string> &flags)>;
+
 struct TraceOptions {
   int world = 2;
   // Analysed code that runs longer, per simulated rank, is stopped where it
@@ -62,6 +84,7 @@ struct TraceOptions {
   // witness (models/terms/witness.h) and recorded as the trace's path
   // conditions; none: they stop tracing ("could not prove").
   std::optional<terms::Witness> witness;
+  ExtensionResolver extensions;
 };
 
 // Source lines by file, as the frontend read them: findings are rendered and

@@ -147,7 +147,8 @@ bool is_torch_extension(const std::string &path) {
   std::stringstream text;
   text << in.rdbuf();
   std::string code = text.str();
-  for (const char *header : {"torch/extension.h", "ATen/ATen.h", "c10/", "ATen/cuda/"})
+  for (const char *header : {"torch/extension.h", "torch/library.h", "pybind11/",
+                             "ATen/ATen.h", "c10/", "ATen/cuda/"})
     if (code.find(header) != std::string::npos)
       return true;
   return false;

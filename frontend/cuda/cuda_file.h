@@ -20,6 +20,14 @@ struct CudaFile::Impl {
 // spells them ("float, float, float, 5"); empty for a plain function.
 std::vector<std::string> template_arguments(const clang::FunctionDecl &fn);
 
+// For list_kernels (bindings.cpp): whether `fn` is an extension's
+// registration block (PYBIND11_MODULE, TORCH_LIBRARY...), its registrations
+// then added to `out`; and what a function calls and launches.
+bool read_registrations(const clang::FunctionDecl &fn,
+                        const clang::SourceManager &sources, FileListing &out);
+FunctionCalls calls_of(const clang::FunctionDecl &fn,
+                       const clang::SourceManager &sources);
+
 // Where `loc` is in the user's source (a macro's expansion site).
 ir::SourceLoc source_loc(const clang::SourceManager &sources, clang::SourceLocation loc);
 

@@ -145,9 +145,44 @@ struct HostFunction {
   std::vector<std::string> launches;       // the names of the kernels it launches
 };
 
+// A function a PyTorch extension exposes to Python, as one registration
+// declares it: pybind11's m.def in PYBIND11_MODULE, or an operator's m.def /
+// m.impl in a TORCH_LIBRARY(_FRAGMENT/_IMPL) block.
+struct ExtensionBinding {
+  enum class Kind : std::uint8_t { Pybind11, TorchLibrary };
+  Kind kind = Kind::Pybind11;
+  // PYBIND11_MODULE's name (TORCH_EXTENSION_NAME when the build defines
+  // none), or the operator namespace.
+  std::string module;
+  std::string name;   // the Python name (an operator's, overload dropped)
+  std::string schema; // an operator's schema as m.def wrote it, if any
+  ir::SourceLoc loc;  // the registration
+  // The C++ function bound (qualified; a lambda's is "(lambda at FILE:LINE)"),
+  // empty when the registration binds none (a schema alone).
+  std::string function;
+  std::string python() const; // "module.name" or "torch.ops.ns.name"
+};
+
+// A function of the file with a body and what it calls (functions declared
+// outside the system headers and shardproof's stand-in PyTorch headers, by
+// qualified name) and launches: the call graph that links a binding to its
+// kernels across the files of an extension.
+struct FunctionCalls {
+  struct Launch {
+    std::string kernel;
+    ir::SourceLoc at; // the <<<...>>>
+  };
+  std::string name; // qualified
+  ir::SourceLoc loc;
+  std::vector<std::string> calls;
+  std::vector<Launch> launches; // each kernel's first
+};
+
 struct FileListing {
   std::vector<KernelSignature> kernels;
   std::vector<HostFunction> hosts;
+  std::vector<ExtensionBinding> bindings;
+  std::vector<FunctionCalls> functions;
   std::optional<Diagnostic> error; // clang's first error
 };
 

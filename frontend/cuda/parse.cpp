@@ -249,24 +249,16 @@ public:
       out_.kernels.push_back({fn->getNameAsString(), loc, template_params, params});
       return true;
     }
-    struct Launches : clang::RecursiveASTVisitor<Launches> {
-      std::vector<std::string> names;
-      bool VisitCUDAKernelCallExpr(clang::CUDAKernelCallExpr *call) {
-        const clang::Expr *callee = call->getCallee()->IgnoreParenImpCasts();
-        std::string name;
-        if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(callee))
-          name = ref->getDecl()->getNameAsString();
-        else if (const auto *lookup = llvm::dyn_cast<clang::UnresolvedLookupExpr>(callee))
-          name = lookup->getName().getAsString();
-        if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
-          names.push_back(name);
-        return true;
-      }
-    } launches;
-    launches.TraverseStmt(fn->getBody());
-    if (!launches.names.empty() && all_types)
-      out_.hosts.push_back({fn->getNameAsString(), loc, template_params, params, ints,
-                            pointers, launches.names});
+    if (read_registrations(*fn, sources_, out_))
+      return true;
+    FunctionCalls calls = calls_of(*fn, sources_);
+    std::vector<std::string> kernels;
+    for (const FunctionCalls::Launch &launch : calls.launches)
+      kernels.push_back(launch.kernel);
+    if (!kernels.empty() && all_types)
+      out_.hosts.push_back(
+          {fn->getNameAsString(), loc, template_params, params, ints, pointers, kernels});
+    out_.functions.push_back(std::move(calls));
     return true;
   }
 

@@ -39,6 +39,8 @@ struct RankRun {
   terms::KnownPlaceholderValues known_placeholders;
   // The reference run's trace, when this run is a rank's (RecordingContext).
   const ir::Trace *reference = nullptr;
+  // The extensions the analysed code builds (TraceOptions::extensions).
+  const ExtensionResolver *extensions = nullptr;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

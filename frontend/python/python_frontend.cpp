@@ -56,7 +56,8 @@ public:
                 known.constants,
                 options_.witness,
                 known.at_witness,
-                kind == terms::VarKind::Reference ? nullptr : &reference_};
+                kind == terms::VarKind::Reference ? nullptr : &reference_,
+                options_.extensions ? &options_.extensions : nullptr};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);

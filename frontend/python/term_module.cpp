@@ -1052,7 +1052,66 @@ PyObject *py_take_symbolic_stops(PyObject *, PyObject *) {
   return PyLong_FromLong(n);
 }
 
+PyObject *string_list(const std::vector<std::string> &items) {
+  PyObject *list = PyList_New(static_cast<Py_ssize_t>(items.size()));
+  for (std::size_t i = 0; i < items.size(); ++i)
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i),
+                    PyUnicode_FromString(items[i].c_str()));
+  return list;
+}
+
+// A Python sequence of str as strings; false with a Python error set.
+bool strings_of(PyObject *sequence, std::vector<std::string> &out) {
+  PyObject *items = PySequence_Fast(sequence, "expected a sequence of str");
+  if (!items)
+    return false;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); ++i) {
+    const char *item = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(items, i));
+    if (!item) {
+      Py_DECREF(items);
+      return false;
+    }
+    out.emplace_back(item);
+  }
+  Py_DECREF(items);
+  return true;
+}
+
+// extension_module(name, sources, flags) -> None when building an extension is not
+// modelled, else (functions, error): each function (name, bound C++
+// function, registered_at, kernels, undefined), error a string or None.
+PyObject *py_extension_module(PyObject *, PyObject *args) {
+  const char *name = nullptr;
+  PyObject *sources = nullptr, *flags = nullptr;
+  if (!PyArg_ParseTuple(args, "sOO", &name, &sources, &flags))
+    return nullptr;
+  if (!g_context->extensions)
+    Py_RETURN_NONE;
+  std::vector<std::string> paths, flag_words;
+  if (!strings_of(sources, paths) || !strings_of(flags, flag_words))
+    return nullptr;
+  ExtensionModule module;
+  try {
+    module = (*g_context->extensions)(name, paths, flag_words);
+  } catch (const std::exception &e) {
+    module.error = e.what();
+  }
+  PyObject *functions = PyList_New(0);
+  for (const ExtensionFunctionInfo &fn : module.functions) {
+    PyObject *entry = Py_BuildValue("(ssNNN)", fn.name.c_str(), fn.function.c_str(),
+                                    PyUnicode_FromString(fn.registered_at.str().c_str()),
+                                    string_list(fn.kernels), string_list(fn.undefined));
+    PyList_Append(functions, entry);
+    Py_DECREF(entry);
+  }
+  if (module.error)
+    return Py_BuildValue("(Ns)", functions, module.error->c_str());
+  return Py_BuildValue("(NO)", functions, Py_None);
+}
+
 PyMethodDef module_methods[] = {
+    {"extension_module", in_trace<py_extension_module>, METH_VARARGS,
+     "extension_module(name, sources, flags): the functions load() builds, or None"},
     {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
     {"witness", in_trace<py_witness>, METH_VARARGS,

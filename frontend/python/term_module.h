@@ -3,6 +3,7 @@
 // calls through which the stand-in torch writes the tensor IR.
 #pragma once
 
+#include "frontend/frontend.h"
 #include "models/ir/trace.h"
 #include "models/terms/term_store.h"
 #include "models/terms/witness.h"
@@ -31,6 +32,8 @@ struct RecordingContext {
   // run): a rank's leaf is valued at the witness as the reference elements
   // it stands for (ir::counterpart_in).
   const ir::Trace *reference = nullptr;
+  // What torch.utils.cpp_extension.load builds; null: not modelled.
+  const ExtensionResolver *extensions = nullptr;
 };
 
 void set_recording_context(RecordingContext *context);

@@ -817,3 +817,97 @@ TEST(CudaCli, OnlyTheRowThatReadsAnotherRowsInputsIsRefuted) {
   EXPECT_TRUE(has(r.out, "out[2,0] was written by thread (0,0,0) of block (2,0,0)"))
       << r.out;
 }
+
+// `shardproof bindings`: an extension's Python functions and their kernels.
+namespace {
+std::string bound(const std::string &name) { return kernel("bound_extension/" + name); }
+} // namespace
+
+TEST(CudaBindingsCli, ListsEachPythonFunctionWithTheKernelsBehindIt) {
+  auto r = run_cli({"bindings", bound("fused_bias_relu.cpp"),
+                    bound("fused_bias_relu_kernel.cu"), bound("ops.cpp")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string dir = "tests/cuda/kernels/bound_extension/";
+  EXPECT_EQ(r.out,
+            "TORCH_EXTENSION_NAME.forward (" + dir +
+                "fused_bias_relu.cpp:28:5): forward\n"
+                "  kernel bias_relu_forward (launched at " +
+                dir +
+                "fused_bias_relu_kernel.cu:26:3 via forward -> launch_bias_relu)\n"
+                "TORCH_EXTENSION_NAME.backward (" +
+                dir + "fused_bias_relu.cpp:29:5): (lambda at " + dir +
+                "fused_bias_relu.cpp:31:7)\n"
+                "  kernel bias_relu_backward (launched at " +
+                dir + "fused_bias_relu_kernel.cu:31:3 via (lambda at " + dir +
+                "fused_bias_relu.cpp:31:7) -> backward -> launch_bias_relu_backward)\n"
+                "TORCH_EXTENSION_NAME.rows_per_block (" +
+                dir +
+                "fused_bias_relu.cpp:33:5): rows_per_block, which launches no kernel "
+                "in these files\n"
+                "torch.ops.shardproof_test.bias_relu (" +
+                dir +
+                "ops.cpp:9:50) bias_relu(Tensor x, Tensor bias) -> Tensor: forward\n"
+                "  kernel bias_relu_forward (launched at " +
+                dir +
+                "fused_bias_relu_kernel.cu:26:3 via forward -> launch_bias_relu)\n");
+}
+
+TEST(CudaBindingsCli, AFolderIsSearchedAndJsonGivesTheSameFunctions) {
+  auto r = run_cli({"bindings", kernel("bound_extension"), "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["functions"].size(), 4u) << r.out;
+  const auto &forward = report["functions"][0];
+  EXPECT_EQ(forward["python"], "TORCH_EXTENSION_NAME.forward");
+  EXPECT_EQ(forward["kernels"][0]["kernel"], "bias_relu_forward");
+  EXPECT_EQ(forward["kernels"][0]["via"],
+            nlohmann::json::array({"forward", "launch_bias_relu"}));
+  EXPECT_TRUE(report["errors"].empty());
+}
+
+TEST(CudaBindingsCli, ALauncherOfAFileNotGivenIsSaidUnknown) {
+  auto r = run_cli({"bindings", bound("fused_bias_relu.cpp")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "TORCH_EXTENSION_NAME.forward (tests/cuda/kernels/"
+                         "bound_extension/fused_bias_relu.cpp:28:5): forward, which "
+                         "launches no kernel in these files\n  calls launch_bias_relu, "
+                         "defined in none of these files: the kernels behind it are "
+                         "unknown\n"))
+      << r.out;
+}
+
+TEST(CudaBindingsCli, AFileClangRejectsIsAnErrorAtItsLine) {
+  auto r = run_cli({"bindings", kernel("syntax_error.cu")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "tests/cuda/kernels/syntax_error.cu:8:24: error: the parser "
+                         "(clang 19) rejects this file: expected ';' after expression\n"))
+      << r.out;
+}
+
+TEST(CudaBindingsCli, APythonCallOfAnExtensionFunctionIsNotProvedAndNamesItsKernel) {
+  auto r = run_cli({"check", bound("model.py::calls_the_kernel")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "a call of the extension function fused_bias_relu.forward "
+                         "(forward, registered at "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "bound_extension/fused_bias_relu.cpp:28:5; it runs kernel "
+                         "bias_relu_forward (launched at "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "the kernels a Python call runs are not lifted into its trace"))
+      << r.out;
+}
+
+TEST(CudaBindingsCli, ALoadedExtensionHasExactlyItsRegisteredFunctions) {
+  // hasattr is True for forward and False for forward_fp8, as on a machine
+  // that built it; the PyTorch path is then proved.
+  auto r = run_cli({"check", bound("model.py::unfused")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, ": proved (3 obligations: 3 proved")) << r.out;
+}
+
+TEST(CudaBindingsCli, AnExtensionWithASourceMissingIsNotModelledAndSaysWhich) {
+  auto r = run_cli({"check", bound("model.py::missing_source")});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "the extension 'fused_bias_relu' could not be read: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "fused_bias_relu_kernel_v2.cu: no such source file")) << r.out;
+}

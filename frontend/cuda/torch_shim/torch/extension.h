@@ -2,3 +2,5 @@
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <pybind11/pybind11.h>
+#include <torch/library.h>
