@@ -485,25 +485,14 @@ def _ddp_step(step, config, batch_dim=1, average_in_collective=False, per_token_
         options["average_in_collective"] = True
     finalize_model_grads = _component(distributed, "finalize_model_grads")
     from megatron.core import parallel_state
-    groups = {}  # 2024 trees take the groups as arguments
-    if _accepts(ddp_class, "data_parallel_group"):
-        groups["data_parallel_group"] = parallel_state.get_data_parallel_group(
-            **({"with_context_parallel": True} if _accepts(
-                parallel_state.get_data_parallel_group, "with_context_parallel") else {}))
-    if _accepts(ddp_class, "expert_data_parallel_group"):
-        groups["expert_data_parallel_group"] = \
-            parallel_state.get_data_modulo_expert_parallel_group()
     if per_token_loss:
         if not _accepts(finalize_model_grads, "num_tokens") or \
                 not hasattr(config, "calculate_per_token_loss"):
             raise ComponentAbsent("this Megatron tree has no calculate_per_token_loss")
         config.calculate_per_token_loss = True
     args, kwargs = _ddp_arguments(distributed, ddp_class, config, step["model"], options)
-    model = ddp_class(*args, **kwargs, **groups)
-    # What the training loop does before each step (2023 trees ask whether
-    # to zero the buffer itself: yes without the distributed optimizer).
-    model.zero_grad_buffer(**({"zero_buffer": True} if _accepts(
-        model.zero_grad_buffer, "zero_buffer") else {}))
+    model = ddp_class(*args, **kwargs, **_ddp_groups(ddp_class))
+    _zero_grad_buffer(model)
     inputs = _activations(_data_parallel_slice(x, batch_dim) for x in step["inputs"])
 
     tokens = []  # this rank's token count, for per_token_loss
@@ -538,6 +527,29 @@ def _tokens_of(out, batch_dim, sequence_parallel):
     tp = parallel_state.get_tensor_model_parallel_world_size()
     gathered = tp if sequence_parallel else 1
     return out.shape[1 - batch_dim] * gathered * out.shape[batch_dim]
+
+
+def _ddp_groups(ddp_class):
+    """The process groups DistributedDataParallel takes as arguments in 2024
+    trees (data-parallel with context parallelism, expert data-parallel);
+    none in the trees that read them from parallel_state."""
+    from megatron.core import parallel_state
+    groups = {}
+    if _accepts(ddp_class, "data_parallel_group"):
+        groups["data_parallel_group"] = parallel_state.get_data_parallel_group(
+            **({"with_context_parallel": True} if _accepts(
+                parallel_state.get_data_parallel_group, "with_context_parallel") else {}))
+    if _accepts(ddp_class, "expert_data_parallel_group"):
+        groups["expert_data_parallel_group"] = \
+            parallel_state.get_data_modulo_expert_parallel_group()
+    return groups
+
+
+def _zero_grad_buffer(model):
+    """What the training loop does before each step (2023 trees ask whether
+    to zero the buffer itself: yes without the distributed optimizer)."""
+    model.zero_grad_buffer(**({"zero_buffer": True} if _accepts(
+        model.zero_grad_buffer, "zero_buffer") else {}))
 
 
 def _ddp_arguments(distributed, ddp_class, config, module, options):
@@ -601,23 +613,45 @@ def _gathering_grad_shards(step):
     buffer holds the reduced gradient only in its own shard of each bucket,
     the part its optimizer reads (the others are left as they were). The
     optimizer still reads its shard alone."""
-    finalize, model = step["finalize_grads"], step["model"]
-    groups = [*getattr(model, "bucket_groups", []),
-              *getattr(model, "expert_parallel_bucket_groups", [])]
-    if not groups:
-        raise RecipeError("this Megatron tree's DistributedDataParallel has no bucket_groups: "
-                          "the distributed optimizer's gradient shards cannot be gathered")
+    finalize = step["finalize_grads"]
+    buckets = _grad_buckets(step["model"])
 
     def finalize_grads():
         finalize()
-        for group in groups:
-            size = group.intra_distributed_optimizer_instance_size
-            rank = group.intra_distributed_optimizer_instance_rank
-            for bucket in group.buckets:
-                shard = bucket.grad_data.chunk(size)[rank].clone()
-                torch.distributed.all_gather_into_tensor(
-                    bucket.grad_data, shard, group=group.intra_distributed_optimizer_instance_group)
+        for grad_data, group in buckets:
+            size = torch.distributed.get_world_size(group=group)
+            shard = grad_data.chunk(size)[torch.distributed.get_rank(group=group)].clone()
+            torch.distributed.all_gather_into_tensor(grad_data, shard, group=group)
     return finalize_grads
+
+
+def _grad_buckets(model):
+    """Each gradient bucket of the tree's DDP with the group the distributed
+    optimizer reduce-scatters it over, as (gradients, group): bucket groups
+    over the distributed-optimizer instance (2024-08 on), buffers' buckets
+    over the data-parallel group (2024-03 on: `grad_data`), or, in 2023 trees,
+    the grad buffers' buckets (`data`)."""
+    pairs = []
+    for group in [*getattr(model, "bucket_groups", []),
+                  *getattr(model, "expert_parallel_bucket_groups", [])]:
+        pairs += [(bucket.grad_data, group.intra_distributed_optimizer_instance_group)
+                  for bucket in group.buckets]
+    if pairs:
+        return pairs
+    def listed(name):  # `buffers` is also nn.Module's method
+        value = getattr(model, name, [])
+        return list(value.values() if isinstance(value, dict) else value) \
+            if isinstance(value, (list, tuple, dict)) else []
+    buffers = listed("buffers") + listed("expert_parallel_buffers") + listed("grad_buffers")
+    for buffer in buffers:
+        for bucket in buffer.buckets:
+            data = getattr(bucket, "grad_data", None)
+            pairs.append((bucket.data if data is None else data, bucket.data_parallel_group))
+    if not pairs:
+        raise RecipeError("this Megatron tree's DistributedDataParallel has neither bucket "
+                          "groups nor grad buffers: the distributed optimizer's gradient "
+                          "shards cannot be gathered")
+    return pairs
 
 
 def mlp_optimizer_norm_with_duplicates():
@@ -1360,8 +1394,8 @@ def _gpt_model_pp(embedding_reduction=True):
     args, kwargs = _ddp_arguments(distributed, ddp_class, config, gpt,
                                   dict(overlap_grad_reduce=False,
                                        use_distributed_optimizer=False))
-    model = ddp_class(*args, **kwargs)
-    model.zero_grad_buffer()
+    model = ddp_class(*args, **kwargs, **_ddp_groups(ddp_class))
+    _zero_grad_buffer(model)
     # What Megatron's training loop hands the schedule (training.py).
     config.no_sync_func = model.no_sync
     config.finalize_model_grads_func = finalize_model_grads if embedding_reduction \
@@ -1409,8 +1443,11 @@ class PipelineStep(torch.nn.Module):
         def loss_func(losses):  # pretrain_gpt's: (sum, tokens, reported)
             total = losses.float().sum()
             count = torch.tensor(losses.numel(), dtype=torch.int)
-            return total, count, {"lm loss": torch.cat([total.clone().detach().view(1),
-                                                        count.float().view(1)])}
+            reported = {"lm loss": torch.cat([total.clone().detach().view(1),
+                                              count.float().view(1)])}
+            if not _schedule_counts_tokens():  # before 2024-05: (mean, reported)
+                return total / count, reported
+            return total, count, reported
 
         def forward_step(data_iterator, model):
             tokens, positions, labels = next(data_iterator)
@@ -1429,6 +1466,14 @@ class PipelineStep(torch.nn.Module):
             loss, src=parallel_state.get_pipeline_model_parallel_last_rank(),
             group=parallel_state.get_pipeline_model_parallel_group())
         return loss.requires_grad_()
+
+
+def _schedule_counts_tokens():
+    """Whether the tree's schedules take a loss function's token count (a
+    three-value return, 2024-05 on); before, it returns the micro-batch's
+    mean loss and what is reported."""
+    from megatron.core.pipeline_parallel import schedules
+    return "len(outputs) == 3" in inspect.getsource(schedules.forward_step)
 
 
 def _stage_names(gpt, tied):
