@@ -363,6 +363,9 @@ CASES.update({
     "narrow_start_out_of_range_raises": ([(4,)], lambda x: x.narrow(0, 5, 0)),
     "split_sizes_not_summing_raises": ([(4,)], lambda x: torch.split(x, [1, 2])[0]),
     "split_sizes": ([(5, 2)], lambda x: torch.split(x, [2, 3])[1] * 3),
+    # Shapes that do not broadcast: RuntimeError (numpy's would be ValueError).
+    "add_of_unbroadcastable_shapes_raises": ([(2, 3), (2, 4)], lambda x, y: x + y),
+    "mul_of_unbroadcastable_ranks_raises": ([(2, 3, 5), (4, 5)], lambda x, y: x * y),
     # PyTorch checks an assigned .grad: of the leaf's dtype and size.
     "grad_assigned": ([(3,)], lambda x: _assign_grad(x, lambda x: x.detach() * 2)),
     "grad_of_another_size_raises": (

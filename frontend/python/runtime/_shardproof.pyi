@@ -110,6 +110,14 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
     n-th (sequence) call over `group`; outputs are its placeholders."""
 def known_collective(group: Sequence[int], sequence: int) -> Optional[list[Term]]:
     """What an earlier pass linked that collective's result to, or None."""
+def extension_module(name: str, sources: Sequence[str], flags: Sequence[str]
+                     ) -> Optional[tuple[list[tuple[str, str, str, list[str], list[str]]],
+                                         Optional[str]]]:
+    """What torch.utils.cpp_extension.load(name, sources) builds, read by the
+    CUDA frontend: None when that is not modelled; else (functions, error),
+    each function (name, bound C++ function, registered at, kernels "K
+    (launched at FILE:LINE)", functions reached that no source defines),
+    error a source that could not be read."""
 def record_output(*, path: str, node: int, shape: Sequence[int], dtype: str,
                   elements: Sequence[Number], role: str, subject: str) -> None:
     """An entry output ("forward"), a parameter's gradient ("param-grad") or

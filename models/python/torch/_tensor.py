@@ -258,6 +258,7 @@ def binary(op, a, b, fn, out_dtype=None, vjp=None, saved=()):
     broadcasting of A and B is undone."""
     dtype = out_dtype or _result_dtype(a, b)
     A, B = _raw(a), _raw(b)
+    _check_broadcast(np.shape(A), np.shape(B))
     result = fn(A, B)
     # Saved for backward as they are now: a later in-place write must not
     # change the gradient (PyTorch refuses such graphs; we keep the values).
@@ -270,6 +271,17 @@ def binary(op, a, b, fn, out_dtype=None, vjp=None, saved=()):
 
     return record(result, dtype, op, "elementwise", (a, b),
                   grads if vjp else None, saved=saved)
+
+
+def _check_broadcast(a, b):
+    """PyTorch's refusal of shapes that do not broadcast (numpy's would be a
+    ValueError), at the first dimension from the right that differs."""
+    n = builtins.max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in reversed(range(n)):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of "
+                               f"tensor b ({b[i]}) at non-singleton dimension {i}")
 
 
 def _exact_integer(v, dtype):
