@@ -251,6 +251,9 @@ Finding kernel_finding(const cuda::KernelFinding &found) {
   case cuda::KernelFinding::Kind::UninitialisedRead:
     rule = RuleCode::UninitialisedRead;
     break;
+  case cuda::KernelFinding::Kind::UndefinedShuffleValue:
+    rule = RuleCode::UndefinedShuffleValue;
+    break;
   case cuda::KernelFinding::Kind::DivergentBarrier:
     rule = RuleCode::DivergentBarrier;
     break;

@@ -222,6 +222,23 @@ constexpr Rule kRules[] = {
      "at an aligned size stays the error it is. Fix: check the size in the "
      "entry (`TORCH_CHECK(n % 4 == 0, ...)`) or give the kernel a scalar "
      "tail."},
+    {RuleCode::UndefinedShuffleValue, "SP020", "undefined-shuffle-value", Severity::Error,
+     "A kernel's output depends on what a warp shuffle read from a lane that "
+     "does not take part in it.",
+     "A shuffle (`__shfl_sync`, `_xor`, `_up`, `_down`, or a cooperative "
+     "group's) reads another lane's value; where that lane is not in the "
+     "shuffle's mask, is not in the launch (past the end of a partial warp) "
+     "or is inactive at that point, CUDA leaves the value read undefined. "
+     "shardproof gives each such read a value of its own: a kernel whose "
+     "output is the reference's whatever those values are is proved; one "
+     "whose output depends on them is this finding, at the shuffle, with the "
+     "output element, the thread and the lane it read. Typical causes: a warp "
+     "reduction with a fixed 32-lane butterfly over a warp that the launch "
+     "leaves partial (a block of 16 threads, or rows whose threads do not "
+     "fill the last warp), a mask narrowed for the partial warp while the "
+     "offsets still reach past it. Fix: shuffle only within the lanes that "
+     "exist (a width or offsets below the live lane count, or a guard that "
+     "drops what an absent lane gave) or launch whole warps."},
 };
 
 // rule(code) indexes the registry by its code.
@@ -230,7 +247,7 @@ constexpr bool registry_in_code_order() {
     if (static_cast<std::size_t>(kRules[i].code) != i)
       return false;
   return std::size(kRules) ==
-         static_cast<std::size_t>(RuleCode::UncheckedPrecondition) + 1;
+         static_cast<std::size_t>(RuleCode::UndefinedShuffleValue) + 1;
 }
 static_assert(registry_in_code_order(), "kRules must list every RuleCode in order");
 } // namespace
@@ -239,12 +256,16 @@ namespace {
 // The layout rule comes from the analyzer's layout inference; the kernel
 // rules, after it, from its kernel check (analyzer/kernel_check.cpp), which
 // reads lifted kernels, not a program.
-constexpr RuleCode kSessionRules[] = {
-    RuleCode::InferredLayout,       RuleCode::KernelMismatch,
-    RuleCode::MemoryRace,           RuleCode::OutOfBounds,
-    RuleCode::KernelNotLaunched,    RuleCode::UninitialisedRead,
-    RuleCode::DivergentBarrier,     RuleCode::CrossRankRace,
-    RuleCode::UncheckedPrecondition};
+constexpr RuleCode kSessionRules[] = {RuleCode::InferredLayout,
+                                      RuleCode::KernelMismatch,
+                                      RuleCode::MemoryRace,
+                                      RuleCode::OutOfBounds,
+                                      RuleCode::KernelNotLaunched,
+                                      RuleCode::UninitialisedRead,
+                                      RuleCode::DivergentBarrier,
+                                      RuleCode::CrossRankRace,
+                                      RuleCode::UncheckedPrecondition,
+                                      RuleCode::UndefinedShuffleValue};
 static_assert(kSessionRules[0] == RuleCode::InferredLayout);
 } // namespace
 

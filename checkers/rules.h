@@ -35,6 +35,7 @@ enum class RuleCode {
   DivergentBarrier,      // SP017
   CrossRankRace,         // SP018
   UncheckedPrecondition, // SP019
+  UndefinedShuffleValue, // SP020
 };
 
 struct Rule {

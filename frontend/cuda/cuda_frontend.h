@@ -40,6 +40,7 @@ struct KernelFinding {
     SharedMemoryRace,
     OutOfBounds,
     UninitialisedRead,
+    UndefinedShuffleValue, // an output depends on a shuffle of an absent lane
     DivergentBarrier,
     CrossRankRace // two ranks' accesses of global memory no flag orders
   };

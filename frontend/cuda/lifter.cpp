@@ -122,6 +122,9 @@ public:
         writes.insert(writes.end(), buffer.writes.begin(), buffer.writes.end());
       }
     }
+    if (lifted.findings.empty() && !lifted.unsupported)
+      if (auto undefined = output_reading_undefined(lifted))
+        lifted.findings.push_back(std::move(*undefined));
     return lifted;
   }
 
@@ -2432,12 +2435,58 @@ private:
         not_modelled(call, fmt::format("'{}' by {}, a lane its mask leaves out", name,
                                        thread_id(static_cast<int>(t)).str()));
       // A lane that does not take part (inactive, outside the block, not in
-      // the mask) gives an undefined value: using it is not modelled.
-      bool defined = ((members >> src) & 1) && source >= 0 &&
-                     source < static_cast<std::int64_t>(on.size()) && on[source];
-      out[t] = defined ? var[source] : Value{};
+      // the mask) gives an undefined value: any real (a finding if an output
+      // depends on it); any other kind of value, not modelled when used.
+      const char *absent = !((members >> src) & 1) ? "which its mask leaves out"
+                           : source < 0 || source >= static_cast<std::int64_t>(on.size())
+                               ? "which is not in the launch"
+                           : !on[source] ? "which is inactive here"
+                                         : nullptr;
+      if (!absent)
+        out[t] = var[source];
+      else if (var[t].kind == Value::Kind::Float)
+        out[t] = undefined_shuffle_result(call, name, static_cast<int>(t), src, absent);
+      else
+        out[t] = Value{};
     }
     return out;
+  }
+
+  // A fresh real for what a shuffle reads from a lane that does not take
+  // part, remembered with the read that made it.
+  Value undefined_shuffle_result(const clang::CallExpr *call, const std::string &name,
+                                 int t, int lane, const char *absent) {
+    TermId v = store_.var(fmt::format("undefined#{} (lane {} of {})",
+                                      undefined_shuffles_.size(), lane, name),
+                          terms::VarKind::Opaque, loc(call).str());
+    undefined_shuffles_[v] = {loc(call),
+                              fmt::format("the {} of {} reads lane {}, {}", name,
+                                          thread_id(t).str(), lane, absent)};
+    return Value::real(v);
+  }
+
+  // The launch's output element whose value depends on an undefined shuffle
+  // result, as a finding at that shuffle (what the hardware gives there is
+  // unspecified, so the kernel's output is).
+  std::optional<KernelFinding>
+  output_reading_undefined(const LiftedLaunch &lifted) const {
+    auto it = lifted.buffers.find(launch_.output);
+    const KernelArg *out = launch_.arg(launch_.output);
+    if (undefined_shuffles_.empty() || it == lifted.buffers.end() || !out)
+      return std::nullopt;
+    for (std::size_t i = 0; i < it->second.size(); ++i)
+      for (TermId v : terms::variables_of(store_, std::span(&it->second[i], 1))) {
+        auto read = undefined_shuffles_.find(v);
+        if (read == undefined_shuffles_.end())
+          continue;
+        return KernelFinding{
+            KernelFinding::Kind::UndefinedShuffleValue, read->second.first,
+            fmt::format("{}{} depends on an undefined value: {} (a lane that does not "
+                        "take part in a shuffle gives no defined value)",
+                        out->name, ir::index_str(launch_.reference_shape(*out), i),
+                        read->second.second)};
+      }
+    return std::nullopt;
   }
 
   // atomicAdd(address, v): read-modify-write, one thread after another (the
@@ -3043,6 +3092,8 @@ private:
   SyncUnits syncs_; // __syncwarp and tile-sync phases of the block's warps
   std::int64_t steps_ = 0;
   std::vector<KernelFinding> findings_;
+  // Each undefined shuffle result's variable: the shuffle and what it read.
+  std::map<TermId, std::pair<ir::SourceLoc, std::string>> undefined_shuffles_;
   // A multi-rank launch: the order of its units' accesses, their scheduler,
   // the unit running and its rank (-1: one launch).
   RankOrder *order_ = nullptr;

@@ -245,15 +245,36 @@ TEST(CudaCli, ReductionDroppingThePartialWarpIsRefutedWithAnElementOfIt) {
   EXPECT_EQ(inputs, (std::vector<std::string>{"x[0,0]", "x[0,95]", "weight[0]"}));
 }
 
-TEST(CudaCli, AnUndefinedShuffleResultIsNeverProved) {
+TEST(CudaCli, AnOutputThatTakesAShuffleOfAnAbsentLaneIsAFindingAtTheShuffle) {
   auto r = run_cli({"check", kernel("rms_norm_reads_absent_lanes.cu")});
-  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_TRUE(has(r.out,
-                  "reading 'other', which holds no defined value (never assigned, or "
-                  "an undefined shuffle result), by thread (32,0,0) of block (0,0,0) at "
-                  "tests/cuda/kernels/rms_norm_reads_absent_lanes.cu:12:10 is not "
-                  "modelled"))
+                  "tests/cuda/kernels/rms_norm_reads_absent_lanes.cu:11:19: error: "
+                  "out[0,0] depends on an undefined value: the __shfl_down_sync of "
+                  "thread (32,0,0) of block (0,0,0) reads lane 16, which its mask leaves "
+                  "out (a lane that does not take part in a shuffle gives no defined "
+                  "value) [SP020]\n"))
       << r.out;
+}
+
+TEST(CudaCli, AFullWarpButterflyOnAHalfWarpBlockReadsLanesPastTheLaunch) {
+  auto r = run_cli({"check", kernel("row_sum_half_warp_butterfly.cu")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out,
+                  "tests/cuda/kernels/row_sum_half_warp_butterfly.cu:13:10: error: "
+                  "out[0] depends on an undefined value: the __shfl_xor_sync of thread "
+                  "(0,0,0) of block (0,0,0) reads lane 16, which is not in the launch (a "
+                  "lane that does not take part in a shuffle gives no defined value) "
+                  "[SP020]\n"))
+      << r.out;
+}
+
+TEST(CudaCli, AShuffleOfAnAbsentLaneThatTheKernelWeighsByZeroIsProved) {
+  // Any value the absent lane gives is multiplied by 0: the output does not
+  // depend on it.
+  auto r = run_cli({"check", kernel("row_sum_half_warp_masked.cu")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, ": proved (1 obligation: 1 proved")) << r.out;
 }
 
 TEST(CudaCli, AnEndlessLoopIsStoppedAndNeverProved) {
