@@ -102,11 +102,16 @@ struct CallCollector : clang::RecursiveASTVisitor<CallCollector> {
     if (llvm::isa<clang::CUDAKernelCallExpr>(call))
       return true;
     if (const clang::FunctionDecl *callee = call->getDirectCallee()) {
-      if (users(sources, *callee) && !llvm::isa<clang::CXXMethodDecl>(callee))
+      if (users(sources, *callee) && !llvm::isa<clang::CXXMethodDecl>(callee) &&
+          !callee->isOverloadedOperator())
         add_once(out.calls, callee->getQualifiedNameAsString());
     } else if (const auto *lookup = llvm::dyn_cast<clang::UnresolvedLookupExpr>(
                    call->getCallee()->IgnoreParenImpCasts())) {
-      add_once(out.calls, lookup->getName().getAsString()); // dependent: by its name
+      // A dependent call, by its name, when a declaration it may name is the
+      // user's (not the toolkit's cudaOccupancy... templates, say).
+      if (std::any_of(lookup->decls_begin(), lookup->decls_end(),
+                      [&](const clang::NamedDecl *d) { return users(sources, *d); }))
+        add_once(out.calls, lookup->getName().getAsString());
     }
     return true;
   }

@@ -138,3 +138,28 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("answer", &answer); }
   ASSERT_EQ(fns.size(), 1u);
   EXPECT_EQ(fns[0].binding.python(), "TORCH_EXTENSION_NAME.answer");
 }
+
+TEST(CudaBindings, ADtypeDispatchIsFollowedIntoTheLauncherItInstantiates) {
+  // AT_DISPATCH_FLOATING_TYPES_AND_HALF's lambda, as PyTorch's macro expands
+  // it (shardproof's stand-in ATen/Dispatch.h): the templated launcher it
+  // calls and the kernel that launches are reached.
+  std::string path = written("dispatched.cu", R"(
+#include <torch/extension.h>
+template <typename T> __global__ void scale_kernel(T *x, int n) {
+  if (threadIdx.x < n) x[threadIdx.x] = x[threadIdx.x] * 2;
+}
+template <typename T> void launch_scale(T *x, int n) { scale_kernel<T><<<1, 32>>>(x, n); }
+void scale(at::Tensor x) {
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "scale", [&] {
+    launch_scale<scalar_t>(x.data_ptr<scalar_t>(), x.numel());
+  });
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale); }
+)");
+  auto fns = cuda::link_extensions({listing(path)});
+  ASSERT_EQ(fns.size(), 1u);
+  ASSERT_EQ(fns[0].kernels.size(), 1u);
+  EXPECT_EQ(fns[0].kernels[0].kernel, "scale_kernel");
+  EXPECT_EQ(fns[0].kernels[0].via, (std::vector<std::string>{"scale", "launch_scale"}));
+  EXPECT_TRUE(fns[0].undefined.empty());
+}

@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace c10 {
@@ -39,23 +41,23 @@ struct BFloat16 {
 // also compares. Declared only: the lifter models each as its operation
 // over the reals, as it models every 16-bit value (the rounding is not
 // modelled, the report says so).
-#define __SP_C10_OPERATOR(T, OP)                                                        \
-  C10_HOST_DEVICE T operator OP(const T &a, const T &b);                                \
-  C10_HOST_DEVICE T &operator OP##=(T &a, const T &b);                                  \
-  C10_HOST_DEVICE float operator OP(T a, float b);                                      \
-  C10_HOST_DEVICE float operator OP(float a, T b);                                      \
-  C10_HOST_DEVICE float &operator OP##=(float &a, const T &b);                          \
-  C10_HOST_DEVICE double operator OP(T a, double b);                                    \
-  C10_HOST_DEVICE double operator OP(double a, T b);                                    \
-  C10_HOST_DEVICE T operator OP(T a, int b);                                            \
-  C10_HOST_DEVICE T operator OP(int a, T b);                                            \
-  C10_HOST_DEVICE T operator OP(T a, int64_t b);                                        \
+#define __SP_C10_OPERATOR(T, OP)                                                         \
+  C10_HOST_DEVICE T operator OP(const T &a, const T &b);                                 \
+  C10_HOST_DEVICE T &operator OP##=(T &a, const T &b);                                   \
+  C10_HOST_DEVICE float operator OP(T a, float b);                                       \
+  C10_HOST_DEVICE float operator OP(float a, T b);                                       \
+  C10_HOST_DEVICE float &operator OP##=(float &a, const T &b);                           \
+  C10_HOST_DEVICE double operator OP(T a, double b);                                     \
+  C10_HOST_DEVICE double operator OP(double a, T b);                                     \
+  C10_HOST_DEVICE T operator OP(T a, int b);                                             \
+  C10_HOST_DEVICE T operator OP(int a, T b);                                             \
+  C10_HOST_DEVICE T operator OP(T a, int64_t b);                                         \
   C10_HOST_DEVICE T operator OP(int64_t a, T b);
-#define __SP_C10_ARITHMETIC(T)                                                          \
-  __SP_C10_OPERATOR(T, +)                                                               \
-  __SP_C10_OPERATOR(T, -)                                                               \
-  __SP_C10_OPERATOR(T, *)                                                               \
-  __SP_C10_OPERATOR(T, /)                                                               \
+#define __SP_C10_ARITHMETIC(T)                                                           \
+  __SP_C10_OPERATOR(T, +)                                                                \
+  __SP_C10_OPERATOR(T, -)                                                                \
+  __SP_C10_OPERATOR(T, *)                                                                \
+  __SP_C10_OPERATOR(T, /)                                                                \
   C10_HOST_DEVICE T operator-(const T &a);
 __SP_C10_ARITHMETIC(Half)
 __SP_C10_ARITHMETIC(BFloat16)
@@ -64,15 +66,36 @@ C10_HOST_DEVICE bool operator<(BFloat16 &lhs, BFloat16 &rhs);
 #undef __SP_C10_ARITHMETIC
 #undef __SP_C10_OPERATOR
 
-enum class ScalarType : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool, BFloat16 };
+enum class ScalarType : int8_t {
+  Byte,
+  Char,
+  Short,
+  Int,
+  Long,
+  Half,
+  Float,
+  Double,
+  Bool,
+  BFloat16
+};
 inline const char *toString(ScalarType) { return "ScalarType"; }
-using IntArrayRef = std::vector<int64_t>;
+// c10::ArrayRef<int64_t> as extensions use it: a list of sizes, comparable.
+struct IntArrayRef : std::vector<int64_t> {
+  using std::vector<int64_t>::vector;
+  IntArrayRef(const std::vector<int64_t> &v);
+  bool equals(const IntArrayRef &other) const;
+  IntArrayRef slice(size_t start) const;
+  IntArrayRef slice(size_t start, size_t length) const;
+};
+std::ostream &operator<<(std::ostream &out, const IntArrayRef &sizes);
+template <typename T> using optional = std::optional<T>;
+constexpr std::nullopt_t nullopt = std::nullopt;
 [[noreturn]] void __shardproof_torch_error(const char *what);
 } // namespace c10
 
 #define AT_ERROR(...) ::c10::__shardproof_torch_error("AT_ERROR")
 #define TORCH_CHECK(cond, ...) ((cond) ? (void)0 : ::c10::__shardproof_torch_error(#cond))
-#define TORCH_INTERNAL_ASSERT(cond, ...)                                                  \
+#define TORCH_INTERNAL_ASSERT(cond, ...)                                                 \
   ((cond) ? (void)0 : ::c10::__shardproof_torch_error(#cond))
 #define AT_ASSERTM(cond, ...) TORCH_INTERNAL_ASSERT(cond)
 
@@ -80,6 +103,8 @@ namespace at {
 using c10::BFloat16;
 using c10::Half;
 using c10::IntArrayRef;
+using c10::nullopt;
+using c10::optional;
 using c10::ScalarType;
 using c10::toString;
 constexpr ScalarType kFloat = ScalarType::Float, kHalf = ScalarType::Half,
@@ -93,8 +118,39 @@ struct TensorOptions {
   TensorOptions dtype(ScalarType) const { return *this; }
   TensorOptions device(int) const { return *this; }
 };
+enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
+enum class DeviceType : int8_t { CPU, CUDA };
+constexpr DeviceType kCUDA = DeviceType::CUDA, kCPU = DeviceType::CPU;
+struct Device {
+  int index() const;
+  bool is_cuda() const;
+  DeviceType type() const;
+  bool operator==(const Device &) const;
+  bool operator!=(const Device &) const;
+};
+int64_t elementSize(ScalarType);
 struct Tensor {
   int64_t size(int64_t) const;
+  int64_t ndimension() const;
+  int64_t element_size() const;
+  IntArrayRef strides() const;
+  Device device() const;
+  TensorOptions type() const; // the deprecated DeprecatedTypeProperties, as options
+  int64_t get_device() const;
+  bool defined() const;
+  bool requires_grad() const;
+  Tensor reshape(IntArrayRef) const;
+  Tensor narrow(int64_t, int64_t, int64_t) const;
+  Tensor select(int64_t, int64_t) const;
+  Tensor unsqueeze(int64_t) const;
+  Tensor squeeze(int64_t) const;
+  Tensor flatten(int64_t = 0, int64_t = -1) const;
+  Tensor to(ScalarType) const;
+  Tensor &zero_();
+  Tensor &copy_(const Tensor &);
+  template <typename T> T item() const;
+  template <typename T> const T *const_data_ptr() const;
+  template <typename T> T *mutable_data_ptr() const;
   int64_t stride(int64_t) const;
   int64_t dim() const;
   int64_t numel() const;
@@ -105,7 +161,7 @@ struct Tensor {
   Tensor transpose(int64_t, int64_t) const;
   Tensor view(IntArrayRef) const;
   ScalarType dtype() const;
-  bool is_contiguous() const;
+  bool is_contiguous(MemoryFormat = MemoryFormat::Contiguous) const;
   bool is_cuda() const;
   void *data_ptr() const;
   template <typename T> T *data_ptr() const;

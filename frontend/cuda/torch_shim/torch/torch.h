@@ -1,0 +1,3 @@
+// shardproof stand-in (see ATen/ATen.h).
+#pragma once
+#include <torch/extension.h>
