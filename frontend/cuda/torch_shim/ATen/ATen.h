@@ -13,12 +13,21 @@
 #include <assert.h>
 #include <stdint.h>
 
+// What PyTorch's headers bring in with them, which extension sources use
+// without including it themselves.
+#include <array>
 #include <cstddef>
+#include <functional>
 #include <initializer_list>
+#include <iostream>
+#include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace c10 {
@@ -113,20 +122,27 @@ template <typename T, bool is_cuda> struct AccumulateType { using type = float; 
 template <typename T, bool is_cuda>
 using acc_type = typename AccumulateType<T, is_cuda>::type;
 
-struct TensorOptions {
-  TensorOptions requires_grad(bool) const { return *this; }
-  TensorOptions dtype(ScalarType) const { return *this; }
-  TensorOptions device(int) const { return *this; }
-};
+enum class Layout : int8_t { Strided };
+constexpr Layout kStrided = Layout::Strided;
 enum class MemoryFormat : int8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 enum class DeviceType : int8_t { CPU, CUDA };
 constexpr DeviceType kCUDA = DeviceType::CUDA, kCPU = DeviceType::CPU;
 struct Device {
+  Device(DeviceType type, int index = -1);
   int index() const;
   bool is_cuda() const;
   DeviceType type() const;
   bool operator==(const Device &) const;
   bool operator!=(const Device &) const;
+};
+struct TensorOptions {
+  TensorOptions requires_grad(bool) const { return *this; }
+  TensorOptions dtype(ScalarType) const { return *this; }
+  ScalarType dtype() const;
+  TensorOptions device(int) const { return *this; }
+  TensorOptions device(Device) const { return *this; }
+  TensorOptions device(DeviceType) const { return *this; }
+  TensorOptions layout(Layout) const { return *this; }
 };
 int64_t elementSize(ScalarType);
 struct Tensor {
@@ -168,6 +184,12 @@ struct Tensor {
   template <typename T> T *data() const;
 };
 Tensor empty(IntArrayRef, TensorOptions = {});
+Tensor from_blob(void *data, IntArrayRef sizes, TensorOptions = {});
+Tensor from_blob(void *data, IntArrayRef sizes, IntArrayRef strides, TensorOptions = {});
+Tensor ones(IntArrayRef, TensorOptions = {});
+Tensor cat(const std::vector<Tensor> &, int64_t dim = 0);
+Tensor matmul(const Tensor &, const Tensor &);
+int64_t numel(const Tensor &);
 Tensor empty_like(const Tensor &, TensorOptions = {});
 Tensor zeros(IntArrayRef, TensorOptions = {});
 Tensor zeros_like(const Tensor &, TensorOptions = {});
@@ -175,6 +197,13 @@ Tensor zeros_like(const Tensor &, TensorOptions = {});
 
 namespace torch {
 using at::empty;
+using at::from_blob;
+using at::numel;
+using at::ones;
+using c10::ScalarType;
+constexpr ScalarType kFloat = ScalarType::Float, kFloat32 = ScalarType::Float,
+                     kHalf = ScalarType::Half, kFloat16 = ScalarType::Half,
+                     kBFloat16 = ScalarType::BFloat16;
 using at::empty_like;
 using at::Tensor;
 using at::zeros;

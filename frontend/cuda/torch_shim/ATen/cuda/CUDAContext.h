@@ -9,6 +9,7 @@ struct CUDAStream {
   operator cudaStream_t() const;
 };
 CUDAStream getCurrentCUDAStream(int device = -1);
+CUDAStream getStreamFromPool(bool high_priority = false, int device = -1);
 cudaDeviceProp *getCurrentDeviceProperties();
 ::cublasHandle_t getCurrentCUDABlasHandle();
 } // namespace at::cuda
