@@ -370,7 +370,9 @@ def _gather_zero_gradients(optimizer, dist):
     gradient (`averaged_gradients[i]`, the pieces of the parameters in its
     partition, what step() applies): gathered over the group's
     data-parallel ranks and cut back into the parameters (the flat buffer
-    holds `bit16_groups[i]` in order, padded at the end), as `.grad`."""
+    holds `bit16_groups[i]` in order, padded at the end), as `.grad`, in
+    the parameter's dtype as PyTorch requires of a `.grad` (2023 trees keep
+    a bf16 model's partition in fp32)."""
     for i, params in enumerate(optimizer.bit16_groups):
         pieces = optimizer.averaged_gradients[i]
         size = int(optimizer.partition_size[i])
@@ -382,7 +384,7 @@ def _gather_zero_gradients(optimizer, dist):
         dist.all_gather(parts, flat, group=group)
         whole, offset = torch.cat(parts), 0
         for p in params:
-            p.grad = whole[offset:offset + p.numel()].view(p.shape)
+            p.grad = whole[offset:offset + p.numel()].view(p.shape).to(p.dtype)
             offset += p.numel()
 
 
