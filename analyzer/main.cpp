@@ -36,6 +36,13 @@ rule_codes(const std::vector<std::string> &texts) {
   }
   return codes;
 }
+
+// --format, for each command that reports.
+void add_format_option(CLI::App &command, std::string &format) {
+  command.add_option("--format", format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -78,9 +85,7 @@ int main(int argc, char **argv) {
   scan->add_option("root", scan_root, "the framework checkout")->required();
   // Options of every run, whether of the user's files or of recipes.
   for (auto *command : {check, scan}) {
-    command->add_option("--format", format, "text or json")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
+    add_format_option(*command, format);
     command
         ->add_option("--timeout", proof_seconds,
                      "hard wall-clock limit per obligation, in seconds")
@@ -170,9 +175,7 @@ int main(int argc, char **argv) {
       ->check(CLI::ExistingPath);
   bindings->add_option("--cuda-path", cuda_path, "parse with this CUDA toolkit's headers")
       ->check(CLI::ExistingDirectory);
-  bindings->add_option("--format", format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  add_format_option(*bindings, format);
 
   auto *rules = app.add_subcommand("rules", "List every rule with its help");
   bool markdown = false;
