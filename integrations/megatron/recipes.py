@@ -628,14 +628,16 @@ def _gathering_grad_shards(step):
 def _grad_buckets(model):
     """Each gradient bucket of the tree's DDP with the group the distributed
     optimizer reduce-scatters it over, as (gradients, group): bucket groups
-    over the distributed-optimizer instance (2024-08 on), buffers' buckets
+    over the distributed-optimizer instance (over the data-parallel group
+    before instances, 2024-08 to 2025), buffers' buckets
     over the data-parallel group (2024-03 on: `grad_data`), or, in 2023 trees,
     the grad buffers' buckets (`data`)."""
     pairs = []
     for group in [*getattr(model, "bucket_groups", []),
                   *getattr(model, "expert_parallel_bucket_groups", [])]:
-        pairs += [(bucket.grad_data, group.intra_distributed_optimizer_instance_group)
-                  for bucket in group.buckets]
+        process_group = getattr(group, "intra_distributed_optimizer_instance_group",
+                                None) or group.data_parallel_group  # before 2025
+        pairs += [(bucket.grad_data, process_group) for bucket in group.buckets]
     if pairs:
         return pairs
     def listed(name):  # `buffers` is also nn.Module's method
