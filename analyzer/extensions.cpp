@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
 
 namespace shardproof::analyzer {
 
@@ -119,31 +121,47 @@ std::string render_extensions(const ExtensionListing &listing, bool json) {
   return text;
 }
 
-frontend::ExtensionResolver extension_resolver() {
-  return [](const std::string &name, const std::vector<std::string> &sources,
-            const std::vector<std::string> &flags) {
-    cuda::ParseOptions parse;
-    parse.extra_args = flags;
-    parse.extra_args.push_back("-DTORCH_EXTENSION_NAME=" + name);
-    ExtensionListing listing = list_extensions(sources, parse);
-    frontend::ExtensionModule module;
-    if (!listing.errors.empty()) {
-      const cuda::Diagnostic &first = listing.errors.front();
-      module.error = fmt::format("{}: {}", first.loc.str(), first.message);
-      return module;
-    }
-    for (const cuda::ExtensionFunction &fn : listing.functions) {
-      if (fn.binding.kind != cuda::ExtensionBinding::Kind::Pybind11 ||
-          fn.binding.module != name)
-        continue;
-      frontend::ExtensionFunctionInfo info{
-          fn.binding.name, fn.binding.loc, fn.binding.function, {}, fn.undefined};
-      for (const cuda::ReachedKernel &k : fn.kernels)
-        info.kernels.push_back(
-            fmt::format("{} (launched at {})", k.kernel, k.launch.str()));
-      module.functions.push_back(std::move(info));
-    }
+namespace {
+// The module load(name, sources) builds, read afresh.
+frontend::ExtensionModule read_extension(const std::string &name,
+                                         const std::vector<std::string> &sources,
+                                         const std::vector<std::string> &flags) {
+  cuda::ParseOptions parse;
+  parse.extra_args = flags;
+  parse.extra_args.push_back("-DTORCH_EXTENSION_NAME=" + name);
+  ExtensionListing listing = list_extensions(sources, parse);
+  frontend::ExtensionModule module;
+  if (!listing.errors.empty()) {
+    const cuda::Diagnostic &first = listing.errors.front();
+    module.error = fmt::format("{}: {}", first.loc.str(), first.message);
     return module;
+  }
+  for (const cuda::ExtensionFunction &fn : listing.functions) {
+    if (fn.binding.kind != cuda::ExtensionBinding::Kind::Pybind11 ||
+        fn.binding.module != name)
+      continue;
+    frontend::ExtensionFunctionInfo info{
+        fn.binding.name, fn.binding.loc, fn.binding.function, {}, fn.undefined};
+    for (const cuda::ReachedKernel &k : fn.kernels)
+      info.kernels.push_back(
+          fmt::format("{} (launched at {})", k.kernel, k.launch.str()));
+    module.functions.push_back(std::move(info));
+  }
+  return module;
+}
+} // namespace
+
+frontend::ExtensionResolver extension_resolver() {
+  // Every rank and every tracing pass loads the same extension: read once.
+  auto read = std::make_shared<std::map<std::string, frontend::ExtensionModule>>();
+  return [read](const std::string &name, const std::vector<std::string> &sources,
+                const std::vector<std::string> &flags) {
+    std::string key =
+        fmt::format("{}\n{}\n{}", name, fmt::join(sources, "\n"), fmt::join(flags, "\n"));
+    auto it = read->find(key);
+    if (it == read->end())
+      it = read->emplace(key, read_extension(name, sources, flags)).first;
+    return it->second;
   };
 }
 

@@ -2474,6 +2474,12 @@ private:
     const KernelArg *out = launch_.arg(launch_.output);
     if (undefined_shuffles_.empty() || it == lifted.buffers.end() || !out)
       return std::nullopt;
+    // One pass over the whole output first: element by element only if some
+    // undefined value reaches it.
+    std::vector<TermId> reached = terms::variables_of(store_, it->second);
+    if (std::none_of(reached.begin(), reached.end(),
+                     [&](TermId v) { return undefined_shuffles_.count(v); }))
+      return std::nullopt;
     for (std::size_t i = 0; i < it->second.size(); ++i)
       for (TermId v : terms::variables_of(store_, std::span(&it->second[i], 1))) {
         auto read = undefined_shuffles_.find(v);
