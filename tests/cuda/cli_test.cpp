@@ -932,3 +932,17 @@ TEST(CudaBindingsCli, AnExtensionWithASourceMissingIsNotModelledAndSaysWhich) {
   EXPECT_TRUE(has(r.out, "the extension 'fused_bias_relu' could not be read: ")) << r.out;
   EXPECT_TRUE(has(r.out, "fused_bias_relu_kernel_v2.cu: no such source file")) << r.out;
 }
+
+TEST(CudaBindingsCli, WhatALoadedExtensionDoesNotModelStopsTheTrace) {
+  // A built module's own attributes, and load() options PyTorch does not
+  // have, are not modelled: never carried on.
+  auto file = run_cli({"check", bound("model.py::reads_the_module_file")});
+  EXPECT_EQ(file.exit_code, 3) << file.out << file.err;
+  EXPECT_TRUE(has(file.out, "the extension module's __file__ is not modelled"))
+      << file.out;
+  auto option = run_cli({"check", bound("model.py::unknown_build_option")});
+  EXPECT_EQ(option.exit_code, 3) << option.out << option.err;
+  EXPECT_TRUE(
+      has(option.out, "load(..., with_pytorch_error_handling=...) is not modelled"))
+      << option.out;
+}

@@ -51,6 +51,9 @@ def load(name, sources, *args, is_python_module=True, **kwargs):
     if args:  # their order differs between PyTorch releases
         raise _tracing.Unsupported("load() with build options given by position is not "
                                    "modelled (give them by name)")
+    unknown = sorted(set(kwargs) - _LOAD_OPTIONS)
+    if unknown:
+        raise _tracing.Unsupported(f"load(..., {unknown[0]}=...) is not modelled")
     if not is_python_module:
         raise _tracing.Unsupported(f"the extension '{name}' loaded with "
                                    "is_python_module=False (its operators in torch.ops) "
@@ -65,6 +68,13 @@ def load(name, sources, *args, is_python_module=True, **kwargs):
     if error is not None:
         raise _tracing.Unsupported(f"the extension '{name}' could not be read: {error}")
     return _Extension(name, functions)
+
+
+# load()'s options that change no function the sources register (the
+# preprocessor's are read by _preprocessor_flags).
+_LOAD_OPTIONS = {"extra_cflags", "extra_cuda_cflags", "extra_sycl_cflags", "extra_ldflags",
+                 "extra_include_paths", "build_directory", "verbose", "with_cuda",
+                 "with_sycl", "is_standalone", "keep_intermediates"}
 
 
 def _preprocessor_flags(kwargs):
@@ -112,6 +122,13 @@ class _Extension(types.ModuleType):
         for fn_name, function, registered_at, kernels, undefined in functions:
             setattr(self, fn_name, _ExtensionFunction(name, fn_name, function,
                                                       registered_at, kernels, undefined))
+
+    def __getattr__(self, attr):
+        # A built module's own attributes (its file, loader, spec) are not
+        # modelled; any other name it does not register is absent, as there.
+        if attr.startswith("__") and attr.endswith("__"):
+            raise _tracing.Unsupported(f"the extension module's {attr} is not modelled")
+        raise AttributeError(f"module '{self.__name__}' has no attribute '{attr}'")
 
 
 def _build(*args, name=None, **kwargs):

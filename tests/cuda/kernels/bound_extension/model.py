@@ -39,3 +39,14 @@ def missing_source():
     cpp_extension.load(name="fused_bias_relu",
                        sources=[os.path.join(HERE, "fused_bias_relu_kernel_v2.cu")])
     return BiasRelu(3, fused_kernel=False), (torch.randn(2, 3),)
+
+
+def reads_the_module_file():
+    os.path.dirname(fused.__file__)  # a built module has one; this one is not modelled
+    return BiasRelu(3, fused_kernel=False), (torch.randn(2, 3),)
+
+
+def unknown_build_option():
+    cpp_extension.load(name="fused_bias_relu", sources=[os.path.join(HERE, "ops.cpp")],
+                       with_pytorch_error_handling=False)
+    return BiasRelu(3, fused_kernel=False), (torch.randn(2, 3),)
