@@ -1,5 +1,6 @@
 #include "analyzer/extensions.h"
 #include "analyzer/kernel_check_internal.h"
+#include "frontend/cuda/extension.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -122,6 +123,39 @@ std::string render_extensions(const ExtensionListing &listing, bool json) {
 }
 
 namespace {
+
+// Calls of the module's functions: its sources are parsed together at the
+// first call, once for every rank and pass of the target.
+frontend::ExtensionCaller extension_caller(const std::vector<std::string> &sources,
+                                           const cuda::ParseOptions &parse,
+                                           std::map<std::string, std::string> functions) {
+  struct Parsed {
+    std::optional<cuda::CudaExtension> extension;
+    std::optional<std::string> error;
+  };
+  auto parsed = std::make_shared<std::optional<Parsed>>();
+  return [=](const std::string &name, const std::vector<frontend::ExtensionValue> &args,
+             terms::TermStore &store) {
+    if (!*parsed) {
+      std::vector<cuda::CudaExtension::Source> paths;
+      for (const std::string &path : sources)
+        paths.push_back({path, build_options(path, parse)});
+      auto extension = cuda::CudaExtension::parse(paths);
+      if (auto *error = std::get_if<cuda::Diagnostic>(&extension))
+        *parsed =
+            Parsed{std::nullopt, fmt::format("{}: {}", error->loc.str(), error->message)};
+      else
+        *parsed = Parsed{std::move(std::get<cuda::CudaExtension>(extension)), {}};
+    }
+    frontend::ExtensionCallResult result;
+    if ((*parsed)->error)
+      result.unsupported = *(*parsed)->error;
+    else
+      result = (*parsed)->extension->call(store, functions.at(name), args);
+    return result;
+  };
+}
+
 // The module load(name, sources) builds, read afresh.
 frontend::ExtensionModule read_extension(const std::string &name,
                                          const std::vector<std::string> &sources,
@@ -131,6 +165,7 @@ frontend::ExtensionModule read_extension(const std::string &name,
   parse.extra_args.push_back("-DTORCH_EXTENSION_NAME=" + name);
   ExtensionListing listing = list_extensions(sources, parse);
   frontend::ExtensionModule module;
+  std::map<std::string, std::string> functions; // Python name -> C++ function
   if (!listing.errors.empty()) {
     const cuda::Diagnostic &first = listing.errors.front();
     module.error = fmt::format("{}: {}", first.loc.str(), first.message);
@@ -146,7 +181,9 @@ frontend::ExtensionModule read_extension(const std::string &name,
       info.kernels.push_back(
           fmt::format("{} (launched at {})", k.kernel, k.launch.str()));
     module.functions.push_back(std::move(info));
+    functions[fn.binding.name] = fn.binding.function;
   }
+  module.call = extension_caller(sources, parse, std::move(functions));
   return module;
 }
 } // namespace

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace shardproof::frontend {
@@ -59,10 +60,44 @@ struct ExtensionFunctionInfo {
   std::vector<std::string> kernels;   // "KERNEL (launched at FILE:LINE)"
   std::vector<std::string> undefined; // reached, defined in none of the sources
 };
+// A tensor an extension function is called with or returns: its elements
+// row-major, in the shared term store.
+struct ExtensionTensor {
+  ir::DType dtype = ir::DType::Float32;
+  ir::Shape shape;
+  std::vector<terms::TermId> elements;
+};
+// An argument of a call: None, a tensor, an int, a float or a bool.
+using ExtensionValue =
+    std::variant<std::monostate, ExtensionTensor, std::int64_t, double, bool>;
+struct ExtensionCallResult {
+  // What the C++ function returned: nothing (void), one tensor, or a
+  // sequence of them (std::vector<at::Tensor>).
+  std::vector<ExtensionTensor> returned;
+  // For each returned tensor, the argument it is (the C++ function returned
+  // its tensor argument itself), or -1 for a new tensor.
+  std::vector<int> returned_arguments;
+  bool returns_none = false, returns_sequence = false;
+  // The tensor arguments the kernels wrote into, by argument index: their
+  // contents after the call.
+  std::map<std::size_t, std::vector<terms::TermId>> written;
+  // The host code refused the arguments (a failed TORCH_CHECK): PyTorch's
+  // RuntimeError, with this message.
+  std::optional<std::string> rejected;
+  // What the call does that shardproof does not model: "could not prove".
+  std::optional<std::string> unsupported;
+};
+// Runs the extension's function `function` (its Python name) on `args`: its
+// host code at their sizes, and each kernel it launches lifted over their
+// elements into `store`.
+using ExtensionCaller = std::function<ExtensionCallResult(
+    const std::string &function, const std::vector<ExtensionValue> &args,
+    terms::TermStore &store)>;
 struct ExtensionModule {
   std::vector<ExtensionFunctionInfo> functions;
   // A source that could not be read: the module's functions are unknown.
   std::optional<std::string> error;
+  ExtensionCaller call; // unset: a call of a function is not modelled
 };
 // The module load(name, sources) would build, its sources read with the
 // preprocessor flags (-I, -D, -U) the call gives the compiler. Given by the

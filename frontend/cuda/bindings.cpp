@@ -75,10 +75,6 @@ bool users(const clang::SourceManager &sources, const clang::Decl &decl) {
   return !starts_with(loc.file, SHARDPROOF_CUDA_TORCH_SHIM_DIR);
 }
 
-std::string lambda_name(const clang::SourceManager &sources, const clang::LambdaExpr &l) {
-  return fmt::format("(lambda at {})", source_loc(sources, l.getBeginLoc()).str());
-}
-
 void add_once(std::vector<std::string> &names, std::string name) {
   if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
     names.push_back(std::move(name));
@@ -221,6 +217,10 @@ struct RegistrationReader : clang::RecursiveASTVisitor<RegistrationReader> {
 };
 
 } // namespace
+
+std::string lambda_name(const clang::SourceManager &sources, const clang::LambdaExpr &l) {
+  return fmt::format("(lambda at {})", source_loc(sources, l.getBeginLoc()).str());
+}
 
 bool read_registrations(const clang::FunctionDecl &fn,
                         const clang::SourceManager &sources, FileListing &out) {

@@ -5,6 +5,7 @@
 #include "frontend/cuda/cuda_frontend.h"
 
 #include <clang/AST/Decl.h>
+#include <clang/AST/ExprCXX.h>
 #include <clang/Frontend/ASTUnit.h>
 
 namespace shardproof::frontend::cuda {
@@ -15,6 +16,13 @@ struct CudaFile::Impl {
   mutable std::map<std::string, const clang::FunctionDecl *> kernels;
   std::map<std::string, const clang::FunctionDecl *> hosts; // by callee
 };
+
+// Runs the extension function `fn` on `args` across `files` (its sources,
+// their functions by qualified name in `definitions`): CudaExtension::run.
+ExtensionHostRun
+run_extension_host(const std::vector<CudaFile::Impl *> &files,
+                   const std::map<std::string, const clang::FunctionDecl *> &definitions,
+                   const clang::FunctionDecl &fn, const std::vector<HostArgument> &args);
 
 // The template arguments of a function template's specialization, as C++
 // spells them ("float, float, float, 5"); empty for a plain function.
@@ -27,6 +35,8 @@ bool read_registrations(const clang::FunctionDecl &fn,
                         const clang::SourceManager &sources, FileListing &out);
 FunctionCalls calls_of(const clang::FunctionDecl &fn,
                        const clang::SourceManager &sources);
+// How bindings name a lambda bound in place: "(lambda at FILE:LINE:COL)".
+std::string lambda_name(const clang::SourceManager &sources, const clang::LambdaExpr &l);
 
 // Where `loc` is in the user's source (a macro's expansion site).
 ir::SourceLoc source_loc(const clang::SourceManager &sources, clang::SourceLocation loc);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace shardproof::frontend::cuda {
@@ -67,12 +68,24 @@ struct LiftedLaunch {
   std::optional<Diagnostic> unsupported;
 };
 
+// Where a pointer the host code passes points: an element of a storage of
+// an extension call (a tensor's memory, CudaExtension::run).
+struct StorageRef {
+  int storage = -1;
+  std::int64_t offset = 0; // in elements
+};
+
 // A kernel launch a host function of the file makes, as it computed it.
 struct HostLaunch {
   std::string kernel; // its name (KernelSignature::name)
   HostChoice choice;
   ir::SourceLoc loc;        // the <<<...>>> launch
   bool null_buffer = false; // a pointer argument is null
+  // In an extension call: the source that defines the kernel, where each
+  // pointer parameter points and each floating-point parameter's value.
+  int file = 0;
+  std::map<std::string, StorageRef> buffers;
+  std::map<std::string, double> reals;
 };
 
 // One run of a host function at concrete integer arguments.
@@ -92,6 +105,7 @@ struct HostRun {
 };
 
 // A parsed file, ready to lift the launches it was parsed for.
+class CudaExtension;
 class CudaFile {
 public:
   struct Impl;
@@ -115,7 +129,43 @@ public:
                    const std::set<std::string> &null_pointers = {}) const;
 
 private:
+  friend class CudaExtension; // runs host code across its files' units
   std::unique_ptr<Impl> impl_;
+};
+
+// An extension function's tensor argument, as its host code sees it.
+struct HostTensor {
+  ir::DType dtype = ir::DType::Float32;
+  ir::Shape shape;
+  bool contiguous = true;
+};
+// None, a tensor, an int, a float or a bool.
+using HostArgument = std::variant<std::monostate, HostTensor, std::int64_t, double, bool>;
+
+// The memory an extension call's tensors live in: an argument's, or one the
+// host code allocated (torch::empty: any values; zeros: 0), or the copy
+// .contiguous() made of a strided argument.
+struct HostStorage {
+  enum class Init : std::uint8_t { Argument, Empty, Zeros, CopyOfArgument };
+  Init init = Init::Empty;
+  ir::DType dtype = ir::DType::Float32;
+  std::int64_t numel = 0;
+  int argument = -1;   // Argument, CopyOfArgument: the call's argument index
+  std::string made_by; // Empty, Zeros: the factory ("at::empty_like") and where
+  ir::SourceLoc at;
+};
+// A tensor the host code returns: contiguous, at `offset` of its storage.
+struct HostTensorView {
+  int storage = -1;
+  ir::Shape shape;
+  std::int64_t offset = 0;
+};
+// One run of an extension function's host code on an argument list.
+struct ExtensionHostRun {
+  HostRun run; // how it ended and the kernels it launched, in order
+  std::vector<HostStorage> storages;
+  std::vector<HostTensorView> returned;
+  bool returns_none = false, returns_sequence = false;
 };
 
 struct ParsedFile {

@@ -4,6 +4,14 @@
 // run. A failed assertion or a throw is the host refusing the sizes.
 // Pointers and reals are opaque: a decision on one is not followed. Device
 // queries answer for the reference device (device.h).
+//
+// An extension function's host code (CudaExtension::run) runs the same way
+// over its sources together, with at::Tensor values: their sizes, dtypes and
+// storages, the factories that allocate one (empty, zeros, empty_like, ...),
+// data pointers into them, and floating-point scalars. There it fails
+// closed: a call it cannot follow that is given a tensor or a pointer into
+// one (a cuBLAS call, a copy, a tensor method it does not model) stops the
+// run, as does a pointer a kernel is given that points into no storage.
 #include "frontend/cuda/cuda_file.h"
 #include "frontend/cuda/device.h"
 
@@ -24,13 +32,51 @@ namespace shardproof::frontend::cuda {
 namespace {
 
 struct HostValue {
-  // Pointer: not null. Device: the reference device's cudaDeviceProp (or a
-  // pointer to it). Dim3 also holds a three-element array of it.
-  enum class Kind : std::uint8_t { Opaque, Int, Dim3, Pointer, Device };
+  // Pointer: not null; into `storage` at element `i` when it is not -1.
+  // Device: the reference device's cudaDeviceProp (or a pointer to it). Dim3
+  // also holds a three-element array of it. Tensor: tensors_[i]. Options:
+  // at::TensorOptions of `dtype`. List: an IntArrayRef, an initializer list
+  // or a std::vector, its `items`.
+  enum class Kind : std::uint8_t {
+    Opaque,
+    Int,
+    Dim3,
+    Pointer,
+    Device,
+    Real,
+    Tensor,
+    Options,
+    List
+  };
   Kind kind = Kind::Opaque;
   std::int64_t i = 0;
   std::array<std::int64_t, 3> dim{1, 1, 1};
+  double real = 0;
+  int storage = -1;
+  ir::DType dtype = ir::DType::Float32;
+  std::vector<HostValue> items;
   static HostValue integer(std::int64_t v) { return {Kind::Int, v}; }
+  static HostValue floating(double v) {
+    HostValue out{Kind::Real};
+    out.real = v;
+    return out;
+  }
+  static HostValue pointer_into(int storage, std::int64_t offset) {
+    HostValue out{Kind::Pointer, offset};
+    out.storage = storage;
+    return out;
+  }
+};
+
+// A tensor the host code holds: a contiguous view of a storage, or a
+// strided argument (whose data pointer is not modelled).
+struct TensorState {
+  int storage = -1;
+  ir::DType dtype = ir::DType::Float32;
+  ir::Shape sizes;
+  std::int64_t offset = 0;
+  bool contiguous = true;
+  int argument = -1; // the call's argument it is
 };
 
 struct Returning {
@@ -51,29 +97,87 @@ constexpr std::int64_t kMaxHostSteps = 1'000'000;
 
 class HostInterpreter {
 public:
-  HostInterpreter(const clang::ASTUnit &unit, CudaFile::Impl &impl)
-      : context_(unit.getASTContext()), sources_(unit.getSourceManager()), impl_(impl) {}
+  // `files`: the parsed sources (one for a dispatcher of one file);
+  // `definitions`: their functions by qualified name, for an extension
+  // call, whose host code runs across them and is given tensors.
+  explicit HostInterpreter(
+      std::vector<CudaFile::Impl *> files,
+      const std::map<std::string, const clang::FunctionDecl *> *definitions = nullptr)
+      : files_(std::move(files)), definitions_(definitions) {
+    enter(*files_.front()->unit);
+  }
 
   HostRun run(const clang::FunctionDecl &fn,
               const std::map<std::string, std::int64_t> &ints,
               const std::set<std::string> &null_pointers) {
-    HostRun result;
-    try {
-      frames_.emplace_back();
-      for (const clang::ParmVarDecl *param : fn.parameters()) {
-        auto it = ints.find(param->getNameAsString());
-        HostValue value;
-        if (it != ints.end() && param->getType()->isIntegerType())
-          value = HostValue::integer(wrap(it->second, param->getType()));
-        else if (param->getType()->isPointerType() &&
-                 null_pointers.count(param->getNameAsString()))
-          value = HostValue::integer(0); // an optional argument left out
-        else if (param->getType()->isPointerType())
-          value.kind = HostValue::Kind::Pointer; // a tensor's data: not null
-        frames_.back()[param] = value;
+    Frame frame;
+    for (const clang::ParmVarDecl *param : fn.parameters()) {
+      auto it = ints.find(param->getNameAsString());
+      HostValue value;
+      if (it != ints.end() && param->getType()->isIntegerType())
+        value = HostValue::integer(wrap(it->second, param->getType()));
+      else if (param->getType()->isPointerType() &&
+               null_pointers.count(param->getNameAsString()))
+        value = HostValue::integer(0); // an optional argument left out
+      else if (param->getType()->isPointerType())
+        value.kind = HostValue::Kind::Pointer; // a tensor's data: not null
+      frame[param] = value;
+    }
+    return execute(fn, std::move(frame)).first;
+  }
+
+  ExtensionHostRun run_extension(const clang::FunctionDecl &fn,
+                                 const std::vector<HostArgument> &args) {
+    ExtensionHostRun out;
+    enter_function(fn);
+    Frame frame;
+    for (unsigned k = 0; k < fn.getNumParams(); ++k) {
+      if (k >= args.size()) {
+        out.run = {HostRun::End::NotModelled,
+                   {},
+                   loc(fn.getParamDecl(k)),
+                   fmt::format("{} takes {} arguments, given {}",
+                               fn.getQualifiedNameAsString(), fn.getNumParams(),
+                               args.size())};
+        return out;
       }
+      frame[fn.getParamDecl(k)] =
+          argument_value(static_cast<int>(k), args[k], fn.getParamDecl(k)->getType());
+    }
+    auto [run, returned] = execute(fn, std::move(frame));
+    out.run = std::move(run);
+    out.storages = storages_;
+    if (out.run.end != HostRun::End::Returned)
+      return out;
+    if (fn.getReturnType()->isVoidType()) {
+      out.returns_none = true;
+    } else if (returned.kind == HostValue::Kind::Tensor) {
+      out.returned.push_back(view_of(returned, fn.getBody()));
+    } else if (returned.kind == HostValue::Kind::List) {
+      out.returns_sequence = true;
+      for (const HostValue &item : returned.items)
+        out.returned.push_back(view_of(item, fn.getBody()));
+    } else {
+      out.run.end = HostRun::End::NotModelled;
+      out.run.why =
+          fmt::format("what {} returns ({}) is not modelled",
+                      fn.getQualifiedNameAsString(), fn.getReturnType().getAsString());
+    }
+    return out;
+  }
+
+private:
+  using Frame = std::unordered_map<const clang::VarDecl *, HostValue>;
+
+  // Runs `fn`'s body in `frame`: how it ended, and what it returned.
+  std::pair<HostRun, HostValue> execute(const clang::FunctionDecl &fn, Frame frame) {
+    HostRun result;
+    HostValue returned;
+    try {
+      frames_.push_back(std::move(frame));
       exec(fn.getBody());
-    } catch (const Returning &) {
+    } catch (const Returning &r) {
+      returned = r.value;
     } catch (const Rejecting &r) {
       last_switch_.reset();
       result.end = HostRun::End::Rejected;
@@ -85,22 +189,45 @@ public:
       result.why = n.why;
     }
     if (result.end == HostRun::End::Returned && last_switch_) {
-      result.at = loc(last_switch_->first);
-      result.switch_on = text_of(last_switch_->first->getCond());
-      result.switch_value = last_switch_->second;
+      context_ = last_switch_->context;
+      sources_ = last_switch_->sources;
+      result.at = loc(last_switch_->statement);
+      result.switch_on = text_of(last_switch_->statement->getCond());
+      result.switch_value = last_switch_->value;
     }
     result.launches = std::move(launches_);
-    return result;
+    return {std::move(result), std::move(returned)};
   }
 
-private:
+  // The parsed source `fn` is in: its locations and sizes are read there.
+  CudaFile::Impl &file_of(const clang::Decl &decl) const {
+    for (CudaFile::Impl *file : files_)
+      if (&file->unit->getASTContext() == &decl.getASTContext())
+        return *file;
+    return *files_.front();
+  }
+  int file_index(const clang::Decl &decl) const {
+    for (std::size_t k = 0; k < files_.size(); ++k)
+      if (&files_[k]->unit->getASTContext() == &decl.getASTContext())
+        return static_cast<int>(k);
+    return 0;
+  }
+  void enter(const clang::ASTUnit &unit) {
+    context_ = &unit.getASTContext();
+    sources_ = &unit.getSourceManager();
+  }
+  void enter_function(const clang::FunctionDecl &fn) { enter(*file_of(fn).unit); }
+
+  ir::SourceLoc loc(const clang::Decl *d) const {
+    return source_loc(*sources_, d->getLocation());
+  }
   ir::SourceLoc loc(const clang::Stmt *s) const {
-    return source_loc(sources_, s->getBeginLoc());
+    return source_loc(*sources_, s->getBeginLoc());
   }
 
   std::string text_of(const clang::Stmt *s) const {
     auto range = clang::CharSourceRange::getTokenRange(s->getSourceRange());
-    return clang::Lexer::getSourceText(range, sources_, context_.getLangOpts()).str();
+    return clang::Lexer::getSourceText(range, *sources_, context_->getLangOpts()).str();
   }
 
   [[noreturn]] void not_followed(const clang::Stmt *s, const std::string &what) const {
@@ -117,7 +244,7 @@ private:
     type = type.getCanonicalType();
     if (type->isBooleanType())
       return v != 0;
-    unsigned width = context_.getIntWidth(type);
+    unsigned width = context_->getIntWidth(type);
     if (width >= 64)
       return v;
     std::uint64_t bits =
@@ -208,7 +335,7 @@ private:
       for (const clang::Stmt *at = s; at;) {
         if (const auto *c = llvm::dyn_cast<clang::CaseStmt>(at)) {
           if (!defaults && !c->getRHS() &&
-              c->getLHS()->EvaluateKnownConstInt(context_).getExtValue() == value)
+              c->getLHS()->EvaluateKnownConstInt(*context_).getExtValue() == value)
             return true;
           at = c->getSubStmt();
         } else if (const auto *d = llvm::dyn_cast<clang::DefaultStmt>(at)) {
@@ -229,7 +356,7 @@ private:
         if (labels(*it, defaults))
           start = it;
     }
-    last_switch_ = {sw, value};
+    last_switch_ = LastSwitch{sw, value, context_, sources_};
     for (auto it = start; it != children.end() && flow_ == Flow::Running; ++it)
       exec(*it);
     if (flow_ == Flow::Broken)
@@ -238,12 +365,22 @@ private:
 
   // --- expressions ----------------------------------------------------------
 
+  // A local variable's value, in the innermost frame that holds it (a
+  // lambda's body reads its enclosing function's variables).
+  HostValue *local(const clang::VarDecl *var) {
+    for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame)
+      if (auto it = frame->find(var); it != frame->end())
+        return &it->second;
+    return nullptr;
+  }
+
   HostValue &variable(const clang::Expr *e) {
     const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e->IgnoreParenImpCasts());
     const auto *var = ref ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
-    if (!var || !frames_.back().count(var))
+    HostValue *value = var ? local(var) : nullptr;
+    if (!value)
       not_followed(e, "assignment to something other than a local variable");
-    return frames_.back()[var];
+    return *value;
   }
 
   HostValue eval(const clang::Expr *e) {
@@ -254,6 +391,12 @@ private:
           static_cast<std::int64_t>(lit->getValue().getZExtValue()), lit->getType()));
     if (const auto *lit = llvm::dyn_cast<clang::CXXBoolLiteralExpr>(e))
       return HostValue::integer(lit->getValue());
+    if (const auto *lit = llvm::dyn_cast<clang::FloatingLiteral>(e))
+      return HostValue::floating(lit->getValueAsApproximateDouble());
+    if (const auto *list = llvm::dyn_cast<clang::InitListExpr>(e))
+      return list_of(list->inits());
+    if (const auto *list = llvm::dyn_cast<clang::CXXStdInitializerListExpr>(e))
+      return eval(list->getSubExpr());
     if (const auto *c = llvm::dyn_cast<clang::ExprWithCleanups>(e))
       return eval(c->getSubExpr());
     if (const auto *c = llvm::dyn_cast<clang::MaterializeTemporaryExpr>(e))
@@ -276,7 +419,15 @@ private:
         return v; // a pointer, or null
       if (v.kind == HostValue::Kind::Int && to->isIntegerType())
         return HostValue::integer(wrap(v.i, to));
-      if (v.kind == HostValue::Kind::Dim3 && to->isRecordType())
+      if (v.kind == HostValue::Kind::Real && to->isIntegerType())
+        return HostValue::integer(wrap(static_cast<std::int64_t>(v.real), to));
+      if ((v.kind == HostValue::Kind::Int || v.kind == HostValue::Kind::Real) &&
+          to->isRealFloatingType())
+        return HostValue::floating(
+            rounded(v.kind == HostValue::Kind::Int ? double(v.i) : v.real, to));
+      if (to->isRecordType() &&
+          (v.kind == HostValue::Kind::Dim3 || v.kind == HostValue::Kind::Tensor ||
+           v.kind == HostValue::Kind::Options || v.kind == HostValue::Kind::List))
         return v;
       return HostValue{};
     }
@@ -285,11 +436,9 @@ private:
     if (const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(e)) {
       if (const auto *constant = llvm::dyn_cast<clang::EnumConstantDecl>(ref->getDecl()))
         return HostValue::integer(constant->getInitVal().getSExtValue());
-      if (const auto *var = llvm::dyn_cast<clang::VarDecl>(ref->getDecl())) {
-        auto it = frames_.back().find(var);
-        if (it != frames_.back().end())
-          return it->second;
-      }
+      if (const auto *var = llvm::dyn_cast<clang::VarDecl>(ref->getDecl()))
+        if (HostValue *value = local(var))
+          return *value;
     }
     if (const auto *member = llvm::dyn_cast<clang::MemberExpr>(e)) {
       HostValue base = eval(member->getBase());
@@ -323,19 +472,28 @@ private:
     if (const auto *call = llvm::dyn_cast<clang::CallExpr>(e))
       return eval_call(call);
     clang::Expr::EvalResult folded;
-    if (e->getType()->isIntegerType() && !e->isValueDependent() &&
-        !e->HasSideEffects(context_) && e->EvaluateAsInt(folded, context_))
+    if (e->getType()->isIntegralOrEnumerationType() && !e->isValueDependent() &&
+        !e->HasSideEffects(*context_) && e->EvaluateAsInt(folded, *context_))
       return HostValue::integer(folded.Val.getInt().getExtValue());
     return HostValue{}; // a pointer, a real, a stream: opaque
   }
 
   HostValue construct_value(const clang::CXXConstructExpr *construct) {
     const clang::CXXRecordDecl *record = construct->getConstructor()->getParent();
+    // A copy (of a tensor: the same tensor), or a list from an initializer
+    // list (std::vector<at::Tensor>{...}, IntArrayRef{...}).
+    if (construct->getNumArgs() >= 1 &&
+        (construct->getConstructor()->isCopyOrMoveConstructor() ||
+         llvm::isa<clang::CXXStdInitializerListExpr>(
+             construct->getArg(0)->IgnoreImplicit())))
+      return eval(construct->getArg(0));
+    if (record->getName() == "TensorOptions" && construct->getNumArgs() == 0) {
+      HostValue options{HostValue::Kind::Options};
+      options.dtype = ir::DType::Float32; // PyTorch's default dtype
+      return options;
+    }
     if (record->getName() != "dim3")
       return HostValue{};
-    if (construct->getNumArgs() == 1 &&
-        construct->getConstructor()->isCopyOrMoveConstructor())
-      return eval(construct->getArg(0));
     HostValue out;
     out.kind = HostValue::Kind::Dim3;
     for (unsigned k = 0; k < std::min(3u, construct->getNumArgs()); ++k)
@@ -409,6 +567,13 @@ private:
     if ((kind == clang::BO_EQ || kind == clang::BO_NE) &&
         (null_test(av, bv) || null_test(bv, av)))
       return HostValue::integer(kind == clang::BO_NE);
+    if (av.kind == HostValue::Kind::Pointer && av.storage >= 0 &&
+        bv.kind == HostValue::Kind::Int &&
+        (kind == clang::BO_Add || kind == clang::BO_Sub))
+      return HostValue::pointer_into(av.storage,
+                                     kind == clang::BO_Add ? av.i + bv.i : av.i - bv.i);
+    if (av.kind == HostValue::Kind::Real || bv.kind == HostValue::Kind::Real)
+      return real_arithmetic(kind, av, bv, type);
     if (av.kind != HostValue::Kind::Int || bv.kind != HostValue::Kind::Int)
       return HostValue{};
     std::int64_t a = av.i, b = bv.i;
@@ -470,25 +635,93 @@ private:
     }
   }
 
+  // Arithmetic and comparisons of floating-point scalars (a softmax's
+  // scale), rounded to the result's type.
+  HostValue real_arithmetic(clang::BinaryOperatorKind kind, const HostValue &av,
+                            const HostValue &bv, clang::QualType type) const {
+    auto as_real = [](const HostValue &v) -> std::optional<double> {
+      if (v.kind == HostValue::Kind::Real)
+        return v.real;
+      if (v.kind == HostValue::Kind::Int)
+        return double(v.i);
+      return std::nullopt;
+    };
+    auto a = as_real(av), b = as_real(bv);
+    if (!a || !b)
+      return HostValue{};
+    switch (kind) {
+    case clang::BO_Add:
+      return HostValue::floating(rounded(*a + *b, type));
+    case clang::BO_Sub:
+      return HostValue::floating(rounded(*a - *b, type));
+    case clang::BO_Mul:
+      return HostValue::floating(rounded(*a * *b, type));
+    case clang::BO_Div:
+      return *b == 0 ? HostValue{} : HostValue::floating(rounded(*a / *b, type));
+    case clang::BO_LT:
+      return HostValue::integer(*a < *b);
+    case clang::BO_GT:
+      return HostValue::integer(*a > *b);
+    case clang::BO_LE:
+      return HostValue::integer(*a <= *b);
+    case clang::BO_GE:
+      return HostValue::integer(*a >= *b);
+    case clang::BO_EQ:
+      return HostValue::integer(*a == *b);
+    case clang::BO_NE:
+      return HostValue::integer(*a != *b);
+    default:
+      return HostValue{};
+    }
+  }
+
+  // A value of `type`: a float's is rounded to single precision.
+  double rounded(double v, clang::QualType type) const {
+    type = type.getCanonicalType();
+    if (type->isRealFloatingType() && context_->getTypeSize(type) == 32)
+      return static_cast<double>(static_cast<float>(v));
+    return v;
+  }
+
+  HostValue list_of(llvm::ArrayRef<clang::Expr *> elements) {
+    HostValue list{HostValue::Kind::List};
+    for (const clang::Expr *element : elements)
+      list.items.push_back(eval(element));
+    return list;
+  }
+
   HostValue eval_call(const clang::CallExpr *call) {
     const clang::FunctionDecl *callee = call->getDirectCallee();
     if (callee && (callee->isNoReturn() || callee->hasAttr<clang::NoReturnAttr>()))
-      throw Rejecting{loc(call), fmt::format("it calls '{}'", callee->getNameAsString())};
+      throw Rejecting{loc(call), refusal(call, *callee)};
     if (auto answer = device_query(call))
       return *answer;
-    if (!callee || llvm::isa<clang::CXXMemberCallExpr>(call))
-      return HostValue{}; // a stream, a device query: opaque
-    const clang::FunctionDecl *body = callee->getDefinition();
-    if (!body || !body->hasBody())
+    if (const auto *member = llvm::dyn_cast<clang::CXXMemberCallExpr>(call))
+      return eval_member_call(member);
+    if (auto element = list_subscript(call))
+      return *element;
+    if (!callee)
       return HostValue{};
-    std::unordered_map<const clang::VarDecl *, HostValue> frame;
+    const clang::FunctionDecl *body = definition_of(*callee);
+    if (!body) {
+      if (auto made = tensor_function(call, *callee))
+        return *made;
+      unknown_call(call, callee->getQualifiedNameAsString());
+      return HostValue{};
+    }
+    Frame frame;
     unsigned first = llvm::isa<clang::CXXOperatorCallExpr>(call) ? 1 : 0;
     for (unsigned i = 0; i < body->getNumParams() && i + first < call->getNumArgs();
          ++i) {
       HostValue v = eval(call->getArg(i + first));
       const clang::ParmVarDecl *param = body->getParamDecl(i);
-      frame[param] = v.kind == HostValue::Kind::Int && param->getType()->isIntegerType()
-                         ? HostValue::integer(wrap(v.i, param->getType()))
+      clang::QualType type = param->getType();
+      if (type->isLValueReferenceType() &&
+          !type.getNonReferenceType().isConstQualified() &&
+          !type.getNonReferenceType()->isRecordType())
+        not_followed(call, "call with an output argument (a non-const reference)");
+      frame[param] = v.kind == HostValue::Kind::Int && type->isIntegerType()
+                         ? HostValue::integer(wrap(v.i, type))
                          : v;
     }
     if (frames_.size() > 64)
@@ -496,17 +729,349 @@ private:
     frames_.push_back(std::move(frame));
     Flow outer = flow_;
     flow_ = Flow::Running;
+    const clang::ASTContext *caller_context = context_;
+    const clang::SourceManager *caller_sources = sources_;
+    enter_function(*body);
     HostValue result;
     try {
       exec(body->getBody());
     } catch (const Returning &r) {
       result = r.value;
     }
+    context_ = caller_context;
+    sources_ = caller_sources;
     flow_ = outer;
     frames_.pop_back();
     if (result.kind == HostValue::Kind::Int && call->getType()->isIntegerType())
       result.i = wrap(result.i, call->getType());
     return result;
+  }
+
+  // Why a call that does not return refuses the arguments: a TORCH_CHECK's
+  // condition, or the function called.
+  std::string refusal(const clang::CallExpr *call, const clang::FunctionDecl &callee) {
+    if (callee.getName() == "__shardproof_torch_error" && call->getNumArgs() == 1)
+      if (const auto *text = llvm::dyn_cast<clang::StringLiteral>(
+              call->getArg(0)->IgnoreParenImpCasts()))
+        return text->getString() == "AT_ERROR"
+                   ? "AT_ERROR: no case of its dispatch takes these arguments"
+                   : fmt::format("the check '{}' failed", text->getString().str());
+    return fmt::format("it calls '{}'", callee.getNameAsString());
+  }
+
+  // The body that runs for `callee`: its own, or in an extension call, the
+  // definition another source gives the function of that name.
+  const clang::FunctionDecl *definition_of(const clang::FunctionDecl &callee) const {
+    if (const clang::FunctionDecl *body = callee.getDefinition(); body && body->hasBody())
+      return body;
+    if (!definitions_)
+      return nullptr;
+    auto it = definitions_->find(callee.getQualifiedNameAsString());
+    if (it == definitions_->end() || it->second->getNumParams() != callee.getNumParams())
+      return nullptr;
+    return it->second;
+  }
+
+  bool holds_memory(const HostValue &v) const {
+    if (v.kind == HostValue::Kind::Tensor ||
+        (v.kind == HostValue::Kind::Pointer && v.storage >= 0))
+      return true;
+    return std::any_of(v.items.begin(), v.items.end(),
+                       [&](const HostValue &item) { return holds_memory(item); });
+  }
+
+  // A call the interpreter cannot follow: in an extension call, one given a
+  // tensor or a pointer into one may read or write it, and stops the run;
+  // any other is opaque (a stream, an error check).
+  void unknown_call(const clang::CallExpr *call, const std::string &name) {
+    if (!definitions_)
+      return;
+    for (const clang::Expr *arg : call->arguments())
+      if (holds_memory(eval(arg)))
+        not_followed(call, fmt::format("call of '{}' with a tensor or its memory "
+                                       "(defined in none of the sources)",
+                                       name));
+  }
+
+  // --- tensors (extension calls) -----------------------------------------
+
+  HostValue argument_value(int index, const HostArgument &arg, clang::QualType type) {
+    if (const auto *tensor = std::get_if<HostTensor>(&arg)) {
+      std::int64_t numel = 1;
+      for (std::int64_t size : tensor->shape)
+        numel *= size;
+      storages_.push_back({HostStorage::Init::Argument, tensor->dtype, numel, index});
+      return new_tensor({static_cast<int>(storages_.size()) - 1, tensor->dtype,
+                         tensor->shape, 0, tensor->contiguous, index});
+    }
+    if (const auto *v = std::get_if<std::int64_t>(&arg))
+      return type->isRealFloatingType() ? HostValue::floating(rounded(double(*v), type))
+                                        : HostValue::integer(wrap(*v, type));
+    if (const auto *v = std::get_if<bool>(&arg))
+      return HostValue::integer(*v);
+    if (const auto *v = std::get_if<double>(&arg))
+      if (type->isRealFloatingType())
+        return HostValue::floating(rounded(*v, type));
+    return HostValue{}; // None, or a float given for an integer: opaque
+  }
+
+  HostValue new_tensor(TensorState state) {
+    tensors_.push_back(std::move(state));
+    return HostValue{HostValue::Kind::Tensor,
+                     static_cast<std::int64_t>(tensors_.size()) - 1};
+  }
+
+  HostValue new_storage_tensor(HostStorage::Init init, ir::DType dtype,
+                               const ir::Shape &sizes, const clang::CallExpr *made_by) {
+    std::int64_t numel = 1;
+    for (std::int64_t size : sizes)
+      numel *= size;
+    storages_.push_back({init, dtype, numel, -1,
+                         made_by->getDirectCallee()->getQualifiedNameAsString(),
+                         loc(made_by)});
+    return new_tensor({static_cast<int>(storages_.size()) - 1, dtype, sizes});
+  }
+
+  HostTensorView view_of(const HostValue &v, const clang::Stmt *at) {
+    if (v.kind != HostValue::Kind::Tensor)
+      not_followed(at, "return of a sequence holding something other than tensors");
+    const TensorState &t = tensors_[v.i];
+    if (!t.contiguous)
+      not_followed(at, "return of a strided argument");
+    return {t.storage, t.sizes, t.offset};
+  }
+
+  static std::int64_t numel(const TensorState &t) {
+    std::int64_t n = 1;
+    for (std::int64_t size : t.sizes)
+      n *= size;
+    return n;
+  }
+
+  static HostValue int_list(const std::vector<std::int64_t> &values) {
+    HostValue list{HostValue::Kind::List};
+    for (std::int64_t v : values)
+      list.items.push_back(HostValue::integer(v));
+    return list;
+  }
+
+  // ir::DType <-> at::ScalarType, by the enumerators' names.
+  static constexpr std::array<std::pair<ir::DType, std::string_view>, 7> kScalarTypes{{
+      {ir::DType::Float32, "Float"},
+      {ir::DType::Float16, "Half"},
+      {ir::DType::BFloat16, "BFloat16"},
+      {ir::DType::Float64, "Double"},
+      {ir::DType::Int32, "Int"},
+      {ir::DType::Int64, "Long"},
+      {ir::DType::Bool, "Bool"},
+  }};
+
+  HostValue scalar_type_value(ir::DType dtype, clang::QualType type,
+                              const clang::Stmt *at) {
+    const auto *enum_type = type.getCanonicalType()->getAs<clang::EnumType>();
+    for (const auto &[known, name] : kScalarTypes)
+      if (known == dtype && enum_type)
+        for (const clang::EnumConstantDecl *e : enum_type->getDecl()->enumerators())
+          if (e->getName() == llvm::StringRef(name))
+            return HostValue::integer(e->getInitVal().getSExtValue());
+    not_followed(at, fmt::format("dtype {} as an at::ScalarType", ir::dtype_name(dtype)));
+  }
+
+  ir::DType dtype_of(const clang::Expr *e) {
+    HostValue v = eval(e);
+    const auto *enum_type = e->getType().getCanonicalType()->getAs<clang::EnumType>();
+    if (v.kind == HostValue::Kind::Int && enum_type)
+      for (const clang::EnumConstantDecl *c : enum_type->getDecl()->enumerators())
+        if (c->getInitVal().getSExtValue() == v.i)
+          for (const auto &[dtype, name] : kScalarTypes)
+            if (c->getName() == llvm::StringRef(name))
+              return dtype;
+    not_followed(e, "dtype that is not a known at::ScalarType");
+  }
+
+  static bool floating(ir::DType dtype) {
+    return dtype == ir::DType::Float64 || dtype == ir::DType::Float32 ||
+           dtype == ir::DType::Float16 || dtype == ir::DType::BFloat16;
+  }
+
+  static std::int64_t element_bytes(ir::DType dtype) {
+    switch (dtype) {
+    case ir::DType::Float64:
+    case ir::DType::Int64:
+      return 8;
+    case ir::DType::Float32:
+    case ir::DType::Int32:
+      return 4;
+    case ir::DType::Float16:
+    case ir::DType::BFloat16:
+      return 2;
+    default:
+      return 1;
+    }
+  }
+
+  HostValue eval_member_call(const clang::CXXMemberCallExpr *call) {
+    const clang::CXXMethodDecl *method = call->getMethodDecl();
+    const clang::Expr *object = call->getImplicitObjectArgument();
+    if (!method || !object || !definitions_)
+      return HostValue{}; // a stream, a query: opaque
+    HostValue self = eval(object);
+    std::string name = method->getNameAsString();
+    if (self.kind == HostValue::Kind::Tensor)
+      return tensor_method(call, tensors_[self.i], self, name);
+    if (self.kind == HostValue::Kind::Options)
+      return options_method(call, self, name);
+    if (self.kind == HostValue::Kind::List && name == "size")
+      return HostValue::integer(static_cast<std::int64_t>(self.items.size()));
+    if (holds_memory(self))
+      not_followed(call, fmt::format("method '{}' of a list of tensors", name));
+    unknown_call(call, method->getQualifiedNameAsString());
+    return HostValue{};
+  }
+
+  HostValue tensor_method(const clang::CXXMemberCallExpr *call, const TensorState &t,
+                          const HostValue &self, const std::string &name) {
+    auto dim_arg = [&](unsigned k) {
+      std::int64_t d = integer(eval(call->getArg(k)), call->getArg(k));
+      auto rank = static_cast<std::int64_t>(t.sizes.size());
+      if (d < -rank || d >= rank)
+        throw Rejecting{loc(call), fmt::format("Dimension out of range (expected to be "
+                                               "in range of [{}, {}], but got {})",
+                                               -rank, rank - 1, d)};
+      return d < 0 ? d + rank : d;
+    };
+    std::vector<std::int64_t> strides(t.sizes.size(), 1);
+    for (std::size_t k = t.sizes.size(); k-- > 1;)
+      strides[k - 1] = strides[k] * t.sizes[k];
+    if (name == "size" && call->getNumArgs() == 1)
+      return HostValue::integer(t.sizes[dim_arg(0)]);
+    if (name == "sizes")
+      return int_list(t.sizes);
+    if (name == "dim" || name == "ndimension")
+      return HostValue::integer(static_cast<std::int64_t>(t.sizes.size()));
+    if (name == "numel")
+      return HostValue::integer(numel(t));
+    if (name == "element_size")
+      return HostValue::integer(element_bytes(t.dtype));
+    if (name == "is_contiguous")
+      return HostValue::integer(t.contiguous);
+    if (name == "is_cuda" || name == "defined")
+      return HostValue::integer(1);
+    if (name == "get_device")
+      return HostValue::integer(0);
+    if (t.contiguous && name == "stride" && call->getNumArgs() == 1)
+      return HostValue::integer(strides[dim_arg(0)]);
+    if (t.contiguous && name == "strides")
+      return int_list(strides);
+    if (name == "scalar_type" || name == "dtype")
+      return scalar_type_value(t.dtype, call->getType(), call);
+    if (name == "options" || name == "type") {
+      HostValue options{HostValue::Kind::Options};
+      options.dtype = t.dtype;
+      return options;
+    }
+    if (name == "contiguous" && t.contiguous)
+      return self;
+    if (name == "contiguous" && t.argument >= 0) { // a copy, made in row-major order
+      storages_.push_back(
+          {HostStorage::Init::CopyOfArgument, t.dtype, numel(t), t.argument});
+      return new_tensor({static_cast<int>(storages_.size()) - 1, t.dtype, t.sizes});
+    }
+    if (name == "data_ptr" || name == "const_data_ptr" || name == "mutable_data_ptr" ||
+        name == "data")
+      return data_pointer(call, t);
+    not_followed(call, fmt::format("at::Tensor::{}", name));
+  }
+
+  // A tensor's data pointer: PyTorch's data_ptr<T>() refuses a T that is
+  // not the tensor's dtype.
+  HostValue data_pointer(const clang::CXXMemberCallExpr *call, const TensorState &t) {
+    if (!t.contiguous)
+      not_followed(call, "data pointer of a strided tensor");
+    clang::QualType element = call->getType()->getPointeeType().getCanonicalType();
+    if (!element->isVoidType()) {
+      bool real = element->isRealFloatingType();
+      std::int64_t bytes = context_->getTypeSizeInChars(element).getQuantity();
+      bool matches = bytes == element_bytes(t.dtype) &&
+                     (real || element->isRecordType()) == floating(t.dtype);
+      if (!matches)
+        throw Rejecting{loc(call),
+                        fmt::format("expected scalar type {} but found {}",
+                                    element.getAsString(), ir::dtype_name(t.dtype))};
+    }
+    return HostValue::pointer_into(t.storage, t.offset);
+  }
+
+  HostValue options_method(const clang::CXXMemberCallExpr *call, HostValue options,
+                           const std::string &name) {
+    if (name == "dtype" && call->getNumArgs() == 1) {
+      options.dtype = dtype_of(call->getArg(0));
+      options.i = 1; // set
+      return options;
+    }
+    if (name == "dtype")
+      return scalar_type_value(options.dtype, call->getType(), call);
+    if (name == "device" || name == "layout" || name == "requires_grad")
+      return options;
+    not_followed(call, fmt::format("at::TensorOptions::{}", name));
+  }
+
+  // IntArrayRef's or a vector's operator[].
+  std::optional<HostValue> list_subscript(const clang::CallExpr *call) {
+    const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
+    if (!op || op->getOperator() != clang::OO_Subscript || op->getNumArgs() != 2)
+      return std::nullopt;
+    HostValue list = eval(op->getArg(0));
+    if (list.kind != HostValue::Kind::List)
+      return std::nullopt;
+    std::int64_t k = integer(eval(op->getArg(1)), op->getArg(1));
+    if (k < 0 || k >= static_cast<std::int64_t>(list.items.size()))
+      not_followed(call, "index past the end of a list");
+    return list.items[k];
+  }
+
+  // ATen's factories and queries, by name (the stand-in headers declare
+  // them); nullopt for another function.
+  std::optional<HostValue> tensor_function(const clang::CallExpr *call,
+                                           const clang::FunctionDecl &callee) {
+    if (!definitions_)
+      return std::nullopt;
+    std::string name = callee.getQualifiedNameAsString();
+    auto options_dtype = [&](unsigned k, std::optional<ir::DType> otherwise) {
+      if (k >= call->getNumArgs() || llvm::isa<clang::CXXDefaultArgExpr>(call->getArg(k)))
+        return otherwise.value_or(ir::DType::Float32);
+      HostValue options = eval(call->getArg(k));
+      if (options.kind != HostValue::Kind::Options)
+        not_followed(call, "tensor options that are not modelled");
+      return options.i || !otherwise ? options.dtype : *otherwise;
+    };
+    auto tensor_arg = [&](unsigned k) -> const TensorState & {
+      HostValue v = eval(call->getArg(k));
+      if (v.kind != HostValue::Kind::Tensor)
+        not_followed(call, fmt::format("'{}' of something other than a tensor", name));
+      return tensors_[v.i];
+    };
+    if (name == "at::numel" && call->getNumArgs() == 1)
+      return HostValue::integer(numel(tensor_arg(0)));
+    bool zeros = name == "at::zeros_like" || name == "at::zeros";
+    if (name == "at::empty_like" || name == "at::zeros_like") {
+      TensorState like = tensor_arg(0);
+      return new_storage_tensor(zeros ? HostStorage::Init::Zeros
+                                      : HostStorage::Init::Empty,
+                                options_dtype(1, like.dtype), like.sizes, call);
+    }
+    if (name == "at::empty" || name == "at::zeros") {
+      HostValue sizes = eval(call->getArg(0));
+      ir::Shape shape;
+      for (const HostValue &size : sizes.items)
+        shape.push_back(integer(size, call->getArg(0)));
+      if (sizes.kind != HostValue::Kind::List)
+        not_followed(call, "sizes that are not a list of integers");
+      return new_storage_tensor(zeros ? HostStorage::Init::Zeros
+                                      : HostStorage::Init::Empty,
+                                options_dtype(1, std::nullopt), shape, call);
+    }
+    return std::nullopt;
   }
 
   // --- device queries: the reference device's answers ----------------------
@@ -594,6 +1159,13 @@ private:
     out.kernel = kernel->getNameAsString();
     out.loc = loc(launch);
     out.choice.template_args = template_arguments(*kernel);
+    // CUDA refuses an empty grid or block (cudaErrorInvalidConfiguration) and
+    // runs nothing: unless the host code checks, the memory stays as it was.
+    bool empty = false;
+    for (int k = 0; k < 3; ++k)
+      empty = empty || grid.dim[k] == 0 || block.dim[k] == 0;
+    if (empty && definitions_)
+      return;
     for (int k = 0; k < 3; ++k) {
       if (grid.dim[k] <= 0 || block.dim[k] <= 0 || grid.dim[k] > INT32_MAX ||
           block.dim[k] > 1024)
@@ -614,22 +1186,59 @@ private:
         out.choice.ints[param->getNameAsString()] = v.i;
       if (v.kind == HostValue::Kind::Int && param->getType()->isPointerType())
         out.null_buffer = true;
+      if (definitions_)
+        bind_kernel_argument(launch->getArg(i), *param, v, out);
     }
     std::string callee = out.kernel;
     if (!out.choice.template_args.empty())
       callee += "<" + fmt::format("{}", fmt::join(out.choice.template_args, ", ")) + ">";
-    impl_.kernels[callee] = kernel;
+    file_of(*kernel).kernels[callee] = kernel;
+    out.file = file_index(*kernel);
     launches_.push_back(std::move(out));
   }
 
-  const clang::ASTContext &context_;
-  const clang::SourceManager &sources_;
-  CudaFile::Impl &impl_;
+  // In an extension call every kernel argument must be known: a pointer
+  // into a storage (no two into one: the lifter's buffers do not alias), an
+  // integer, or a floating-point value.
+  void bind_kernel_argument(const clang::Expr *arg, const clang::ParmVarDecl &param,
+                            const HostValue &v, HostLaunch &out) {
+    clang::QualType type = param.getType().getCanonicalType();
+    std::string name = param.getNameAsString();
+    if (type->isPointerType() && v.kind == HostValue::Kind::Pointer && v.storage >= 0) {
+      for (const auto &[other, ref] : out.buffers)
+        if (ref.storage == v.storage)
+          not_followed(arg, fmt::format("launch given one tensor's memory twice ('{}' "
+                                        "and '{}')",
+                                        other, name));
+      out.buffers[name] = {v.storage, v.i};
+    } else if (type->isIntegerType() && v.kind == HostValue::Kind::Int) {
+    } else if (type->isRealFloatingType() && v.kind == HostValue::Kind::Real) {
+      out.reals[name] = v.real;
+    } else {
+      not_followed(arg, fmt::format("kernel argument '{}' ({}), which is not a known "
+                                    "{}",
+                                    name, param.getType().getAsString(),
+                                    type->isPointerType() ? "tensor's memory" : "value"));
+    }
+  }
+
+  std::vector<CudaFile::Impl *> files_;
+  const std::map<std::string, const clang::FunctionDecl *> *definitions_;
+  const clang::ASTContext *context_ = nullptr;
+  const clang::SourceManager *sources_ = nullptr;
+  std::vector<TensorState> tensors_;
+  std::vector<HostStorage> storages_;
   std::vector<std::unordered_map<const clang::VarDecl *, HostValue>> frames_;
   Flow flow_ = Flow::Running;
   std::int64_t steps_ = 0;
   std::vector<HostLaunch> launches_;
-  std::optional<std::pair<const clang::SwitchStmt *, std::int64_t>> last_switch_;
+  struct LastSwitch {
+    const clang::SwitchStmt *statement;
+    std::int64_t value;
+    const clang::ASTContext *context;
+    const clang::SourceManager *sources;
+  };
+  std::optional<LastSwitch> last_switch_;
 };
 
 } // namespace
@@ -643,8 +1252,16 @@ HostRun CudaFile::run_host(const std::string &callee,
             {},
             {},
             "the host function " + callee + " could not be instantiated"};
-  HostInterpreter interpreter(*impl_->unit, *impl_);
+  HostInterpreter interpreter({impl_.get()});
   return interpreter.run(*it->second, ints, null_pointers);
+}
+
+ExtensionHostRun
+run_extension_host(const std::vector<CudaFile::Impl *> &files,
+                   const std::map<std::string, const clang::FunctionDecl *> &definitions,
+                   const clang::FunctionDecl &fn, const std::vector<HostArgument> &args) {
+  HostInterpreter interpreter(files, &definitions);
+  return interpreter.run_extension(fn, args);
 }
 
 } // namespace shardproof::frontend::cuda

@@ -1077,9 +1077,17 @@ bool strings_of(PyObject *sequence, std::vector<std::string> &out) {
   return true;
 }
 
+// The callers of the extensions loaded in this process, by the handle
+// extension_module gives Python.
+std::vector<ExtensionCaller> &extension_callers() {
+  static std::vector<ExtensionCaller> callers;
+  return callers;
+}
+
 // extension_module(name, sources, flags) -> None when building an extension is not
-// modelled, else (functions, error): each function (name, bound C++
-// function, registered_at, kernels, undefined), error a string or None.
+// modelled, else (functions, error, handle): each function (name, bound C++
+// function, registered_at, kernels, undefined), error a string or None, and
+// the handle extension_call takes (None: calls are not modelled).
 PyObject *py_extension_module(PyObject *, PyObject *args) {
   const char *name = nullptr;
   PyObject *sources = nullptr, *flags = nullptr;
@@ -1105,13 +1113,135 @@ PyObject *py_extension_module(PyObject *, PyObject *args) {
     Py_DECREF(entry);
   }
   if (module.error)
-    return Py_BuildValue("(Ns)", functions, module.error->c_str());
-  return Py_BuildValue("(NO)", functions, Py_None);
+    return Py_BuildValue("(NsO)", functions, module.error->c_str(), Py_None);
+  if (!module.call)
+    return Py_BuildValue("(NOO)", functions, Py_None, Py_None);
+  extension_callers().push_back(module.call);
+  return Py_BuildValue("(NOn)", functions, Py_None,
+                       static_cast<Py_ssize_t>(extension_callers().size() - 1));
+}
+
+// One argument of extension_call: None, an int, a float, a bool, or a
+// tensor as (dtype name, shape, elements); false with a Python error set.
+bool extension_value(PyObject *o, ExtensionValue &out) {
+  if (o == Py_None) {
+    out = std::monostate{};
+  } else if (PyBool_Check(o)) {
+    out = o == Py_True;
+  } else if (PyLong_Check(o)) {
+    out = static_cast<std::int64_t>(PyLong_AsLongLong(o));
+  } else if (PyFloat_Check(o)) {
+    out = PyFloat_AsDouble(o);
+  } else {
+    const char *dtype = nullptr;
+    PyObject *shape = nullptr, *elements = nullptr;
+    if (!PyArg_ParseTuple(o, "sOO", &dtype, &shape, &elements))
+      return false;
+    ExtensionTensor tensor;
+    tensor.dtype = ir::dtype_from_name(dtype);
+    PyObject *sizes = PySequence_Fast(shape, "a shape");
+    PyObject *items = sizes ? PySequence_Fast(elements, "elements") : nullptr;
+    if (!items) {
+      Py_XDECREF(sizes);
+      return false;
+    }
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(sizes); ++k)
+      tensor.shape.push_back(PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sizes, k)));
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(items); ++k) {
+      auto t = arg_term(PySequence_Fast_GET_ITEM(items, k));
+      if (!t)
+        break;
+      tensor.elements.push_back(*t);
+    }
+    Py_DECREF(sizes);
+    Py_DECREF(items);
+    if (PyErr_Occurred())
+      return false;
+    out = std::move(tensor);
+  }
+  return !PyErr_Occurred();
+}
+
+PyObject *term_list(const std::vector<TermId> &terms) {
+  PyObject *list = PyList_New(static_cast<Py_ssize_t>(terms.size()));
+  for (std::size_t k = 0; k < terms.size(); ++k)
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(k), wrap(terms[k]));
+  return list;
+}
+
+// extension_call(handle, function, args) -> ("rejected", message),
+// ("unsupported", why) or ("ok", returned, returns_none, returns_sequence,
+// written, returned_arguments): returned a list of (dtype, shape, elements),
+// written a dict of argument index -> elements, returned_arguments the
+// argument each returned tensor is (-1: a new one).
+PyObject *py_extension_call(PyObject *, PyObject *args) {
+  Py_ssize_t handle = 0;
+  const char *function = nullptr;
+  PyObject *values = nullptr;
+  if (!PyArg_ParseTuple(args, "nsO", &handle, &function, &values))
+    return nullptr;
+  if (handle < 0 || handle >= static_cast<Py_ssize_t>(extension_callers().size())) {
+    PyErr_SetString(PyExc_ValueError, "shardproof: no such extension");
+    return nullptr;
+  }
+  PyObject *items = PySequence_Fast(values, "arguments");
+  if (!items)
+    return nullptr;
+  std::vector<ExtensionValue> call_args(PySequence_Fast_GET_SIZE(items));
+  for (std::size_t k = 0; k < call_args.size(); ++k)
+    if (!extension_value(PySequence_Fast_GET_ITEM(items, k), call_args[k])) {
+      Py_DECREF(items);
+      return nullptr;
+    }
+  Py_DECREF(items);
+  ExtensionCallResult result;
+  try {
+    result = extension_callers()[handle](function, call_args, store());
+  } catch (const std::exception &e) {
+    result.unsupported = e.what();
+  }
+  if (result.rejected)
+    return Py_BuildValue("(ss)", "rejected", result.rejected->c_str());
+  if (result.unsupported)
+    return Py_BuildValue("(ss)", "unsupported", result.unsupported->c_str());
+  PyObject *returned = PyList_New(0);
+  for (const ExtensionTensor &tensor : result.returned) {
+    PyObject *shape = PyTuple_New(static_cast<Py_ssize_t>(tensor.shape.size()));
+    for (std::size_t k = 0; k < tensor.shape.size(); ++k)
+      PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(k),
+                       PyLong_FromLongLong(tensor.shape[k]));
+    std::string dtype(ir::dtype_name(tensor.dtype));
+    PyObject *entry =
+        Py_BuildValue("(sNN)", dtype.c_str(), shape, term_list(tensor.elements));
+    if (!entry) {
+      Py_DECREF(returned);
+      return nullptr;
+    }
+    PyList_Append(returned, entry);
+    Py_DECREF(entry);
+  }
+  PyObject *written = PyDict_New();
+  for (const auto &[index, elements] : result.written) {
+    PyObject *key = PyLong_FromSize_t(index), *value = term_list(elements);
+    PyDict_SetItem(written, key, value);
+    Py_DECREF(key);
+    Py_DECREF(value);
+  }
+  PyObject *arguments = PyList_New(0);
+  for (int index : result.returned_arguments) {
+    PyObject *item = PyLong_FromLong(index);
+    PyList_Append(arguments, item);
+    Py_DECREF(item);
+  }
+  return Py_BuildValue("(sNNNNN)", "ok", returned, PyBool_FromLong(result.returns_none),
+                       PyBool_FromLong(result.returns_sequence), written, arguments);
 }
 
 PyMethodDef module_methods[] = {
     {"extension_module", in_trace<py_extension_module>, METH_VARARGS,
      "extension_module(name, sources, flags): the functions load() builds, or None"},
+    {"extension_call", in_trace<py_extension_call>, METH_VARARGS,
+     "extension_call(handle, function, args): the kernels' values, or why not"},
     {"take_symbolic_stops", py_take_symbolic_stops, METH_NOARGS,
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
     {"witness", in_trace<py_witness>, METH_VARARGS,

@@ -905,17 +905,37 @@ TEST(CudaBindingsCli, AFileClangRejectsIsAnErrorAtItsLine) {
       << r.out;
 }
 
-TEST(CudaBindingsCli, APythonCallOfAnExtensionFunctionIsNotProvedAndNamesItsKernel) {
+TEST(CudaBindingsCli, APythonCallOfAnExtensionFunctionRunsItsKernel) {
+  // fused.forward's host code runs at the call's sizes and its kernel is
+  // lifted into the trace: the module is proved on what the kernel computes.
   auto r = run_cli({"check", bound("model.py::calls_the_kernel")});
-  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  EXPECT_TRUE(has(r.out, "a call of the extension function fused_bias_relu.forward "
-                         "(forward, registered at "))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "bound_extension/fused_bias_relu.cpp:28:5; it runs kernel "
-                         "bias_relu_forward (launched at "))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "the kernels a Python call runs are not lifted into its trace"))
-      << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, ": proved (2 obligations: 2 proved")) << r.out;
+}
+
+TEST(CudaBindingsCli, AKernelLaunchThatDropsAPartialBlockOnARanksRowsIsRefuted) {
+  // Rows split over two ranks, each running the extension forward and
+  // backward: proved; with launchers that round the grid down, at 3 rows a
+  // rank no block runs and the output is what torch::empty_like left.
+  auto correct = run_cli({"check", bound("sequence_parallel.py::correct")});
+  EXPECT_EQ(correct.exit_code, 0) << correct.out << correct.err;
+  EXPECT_TRUE(has(correct.out, ": proved (3 obligations: 3 proved")) << correct.out;
+  auto buggy = run_cli({"check", bound("sequence_parallel.py::partial_block_dropped")});
+  EXPECT_EQ(buggy.exit_code, 1) << buggy.out << buggy.err;
+  const std::string file = "tests/cuda/kernels/bound_extension/sequence_parallel.py";
+  EXPECT_TRUE(has(buggy.out, file + ":25:15: error: the value computed here "
+                                    "(fused_bias_relu.forward) is unrelated to the "
+                                    "reference; output 'out' differs from the "
+                                    "single-device reference [SP001]\n"
+                                    "  Example:\n"
+                                    "    bias[0] = 1\n"
+                                    "    every other input = 0\n"
+                                    "  Reference (world 1): out[0,0] = 1\n"
+                                    "  Rank 0: out[0,0] = 0  (should be 1)\n"
+                                    "  Rank 1: out[0,0] = 0  (should be 1)\n"))
+      << buggy.out;
+  EXPECT_TRUE(has(buggy.out, "    at::empty_like at fused_bias_relu.cpp:19[3] = 1\n"))
+      << buggy.out;
 }
 
 TEST(CudaBindingsCli, ALoadedExtensionHasExactlyItsRegisteredFunctions) {

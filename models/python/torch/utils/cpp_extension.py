@@ -6,18 +6,21 @@ extension fails here, as on a machine that cannot compile it, where the
 caller has a path for that failure (a `try` catching RuntimeError, OSError
 or Exception: the framework then takes its fallback). Anywhere else,
 load(name, sources) gives the module its sources register with pybind11
-(as shardproof's CUDA frontend reads them): its functions are there, each
-naming the kernels behind it, but a call of one is not modelled (the
-kernels are checked on their own: `shardproof check FILE.cu`). Other builds
-are not modelled."""
+(as shardproof's CUDA frontend reads them). A call of one of its functions
+runs the function's host code at the arguments' sizes and lifts the
+kernels it launches over their elements (the CUDA frontend), so the trace
+holds what the kernels compute; what that cannot follow is "could not
+prove", naming it. Other builds are not modelled."""
 import os
 import shutil
 import sys
 import types
 
+import numpy as np
+
 import _shardproof as _sp
 
-from .. import _tracing
+from .. import _autograd, _tensor, _tracing
 
 
 def _find_cuda_home():
@@ -64,10 +67,10 @@ def load(name, sources, *args, is_python_module=True, **kwargs):
     found = _sp.extension_module(name, paths, _preprocessor_flags(kwargs))
     if found is None:
         raise _tracing.Unsupported("building a C++/CUDA extension is not modelled")
-    functions, error = found
+    functions, error, handle = found
     if error is not None:
         raise _tracing.Unsupported(f"the extension '{name}' could not be read: {error}")
-    return _Extension(name, functions)
+    return _Extension(name, functions, handle)
 
 
 # load()'s options that change no function the sources register (the
@@ -88,40 +91,91 @@ def _preprocessor_flags(kwargs):
 
 
 class _ExtensionFunction:
-    """A function of a loaded extension: it exists (hasattr, getattr, being
-    passed around), but what it computes is the kernels' and is not lifted
-    into the trace, so a call stops it ("could not prove")."""
+    """A function of a loaded extension. A call runs its host code and lifts
+    the kernels it launches (`_sp.extension_call`): the tensors it returns
+    hold what the kernels compute, and a tensor a kernel writes into is
+    written in place. As in PyTorch, the results are not part of the autograd
+    graph (the kernels write through raw pointers): a framework wraps such
+    calls in an autograd.Function whose backward calls the backward kernel."""
 
-    def __init__(self, module, name, function, registered_at, kernels, undefined):
+    def __init__(self, module, name, function, registered_at, kernels, undefined, handle):
         self.__name__ = self.__qualname__ = name
         self.__module__ = module
         self._what = (function, registered_at, kernels, undefined)
+        self._handle = handle
+
+    def _unsupported(self, why):
+        function, registered_at, _, _ = self._what
+        return _tracing.Unsupported(
+            f"a call of the extension function {self.__module__}.{self.__name__} "
+            f"({function}, registered at {registered_at}): {why}")
 
     def __call__(self, *args, **kwargs):
-        function, registered_at, kernels, undefined = self._what
-        behind = "; ".join(
-            [f"it runs kernel {kernel}" for kernel in kernels] +
-            [f"it calls {callee}, which none of its sources defines" for callee in undefined]
-        ) or "it launches no kernel its sources define"
-        raise _tracing.Unsupported(
-            f"a call of the extension function {self.__module__}.{self.__name__} "
-            f"({function}, registered at {registered_at}; {behind}): the kernels a "
-            "Python call runs are not lifted into its trace (check each kernel with "
-            "`shardproof check FILE.cu`)")
+        if kwargs:
+            raise self._unsupported("arguments given by name are not modelled")
+        if self._handle is None:
+            raise self._unsupported("its kernels are not lifted into the trace")
+        answer = _sp.extension_call(self._handle, self.__name__,
+                                    [_argument(arg, self) for arg in args])
+        if answer[0] == "rejected":
+            raise RuntimeError(answer[1])
+        if answer[0] == "unsupported":
+            raise self._unsupported(answer[1])
+        _, returned, returns_none, returns_sequence, written, same = answer
+        op = f"{self.__module__}.{self.__name__}"
+        inputs = tuple(arg for arg in args if isinstance(arg, _tensor.Tensor))
+        with _autograd._no_grad():  # raw-pointer writes are invisible to autograd
+            for index, elements in written.items():
+                target = args[index]
+                target._overwrite(_result(target.dtype, tuple(target.shape), elements,
+                                          op, inputs))
+            outputs = [args[index] if index >= 0 else
+                       _result(_dtype_named(dtype), shape, elements, op, inputs)
+                       for (dtype, shape, elements), index in zip(returned, same)]
+        if returns_none:
+            return None
+        return outputs if returns_sequence else outputs[0]
 
     def __repr__(self):
         return f"<built-in method {self.__name__} of PyCapsule object>"
+
+
+def _argument(arg, fn):
+    """An argument as the C++ side takes it: a tensor's dtype, shape and
+    elements (row-major), or a Python scalar."""
+    if isinstance(arg, _sp.Term):  # a symbolic float (an .item() of a tensor)
+        raise fn._unsupported("a symbolic scalar argument is not modelled")
+    if arg is None or isinstance(arg, (bool, int, float)):
+        return arg
+    if isinstance(arg, _tensor.Tensor):
+        if not arg.is_contiguous():
+            raise fn._unsupported("a strided (non-contiguous) tensor argument is not "
+                                  "modelled")
+        return (arg.dtype.name, tuple(arg.shape), list(np.asarray(arg._a).ravel()))
+    raise fn._unsupported(f"an argument of type {type(arg).__name__} is not modelled")
+
+
+def _dtype_named(name):
+    import torch
+    return getattr(torch, name)
+
+
+def _result(dtype, shape, elements, op, inputs):
+    array = np.empty(len(elements), dtype=object)
+    array[:] = elements
+    return _tensor.record(array.reshape(shape), dtype, op, "other", inputs)
 
 
 class _Extension(types.ModuleType):
     """The module load() builds: the functions its sources register, and no
     other attribute (as pybind11's module)."""
 
-    def __init__(self, name, functions):
+    def __init__(self, name, functions, handle):
         super().__init__(name)
         for fn_name, function, registered_at, kernels, undefined in functions:
             setattr(self, fn_name, _ExtensionFunction(name, fn_name, function,
-                                                      registered_at, kernels, undefined))
+                                                      registered_at, kernels, undefined,
+                                                      handle))
 
     def __getattr__(self, attr):
         # A built module's own attributes (its file, loader, spec) are not

@@ -1,0 +1,82 @@
+// Host code an extension's functions run, for tests/cuda/extension_test.cpp:
+// a dtype dispatch, allocation with a tensor's options, a float scalar, a
+// list returned, an argument written in place, and what shardproof does
+// not follow (a call defined in no source, one tensor given twice).
+#include <torch/extension.h>
+
+template <typename scalar_t>
+__global__ void scale_kernel(scalar_t *out, const scalar_t *x, float factor, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = x[i] * factor;
+}
+
+// One thread per row; thread 0 also sums the columns.
+__global__ void row_and_column_sums(float *rows, float *cols, const float *x, int m,
+                                    int n) {
+  int r = threadIdx.x;
+  if (r < m) {
+    float s = 0.f;
+    for (int c = 0; c < n; ++c)
+      s += x[r * n + c];
+    rows[r] = s;
+  }
+  if (r == 0)
+    for (int c = 0; c < n; ++c) {
+      float s = 0.f;
+      for (int k = 0; k < m; ++k)
+        s += x[k * n + c];
+      cols[c] = s;
+    }
+}
+
+__global__ void add_into(float *x, const float *y, int n) {
+  int i = threadIdx.x;
+  if (i < n)
+    x[i] += y[i];
+}
+
+torch::Tensor scale(torch::Tensor x, double factor) {
+  TORCH_CHECK(x.dim() == 2, "x must be a matrix");
+  auto out = torch::empty({x.size(0), x.sizes()[1]}, x.options());
+  const int n = x.numel();
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "scale", [&] {
+    scale_kernel<scalar_t><<<(n + 63) / 64, 64>>>(out.data_ptr<scalar_t>(),
+                                                  x.data_ptr<scalar_t>(), factor, n);
+  });
+  return out;
+}
+
+std::vector<torch::Tensor> sums(torch::Tensor x) {
+  auto rows = torch::zeros({x.size(0)}, x.options());
+  auto cols = torch::zeros({x.size(1)}, x.options());
+  row_and_column_sums<<<1, 32>>>(rows.data_ptr<float>(), cols.data_ptr<float>(),
+                                 x.data_ptr<float>(), x.size(0), x.size(1));
+  return {rows, cols};
+}
+
+torch::Tensor add_(torch::Tensor x, torch::Tensor y) {
+  add_into<<<1, 32>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  return x;
+}
+
+void copy_out(torch::Tensor out, torch::Tensor x); // a library's: no source defines it
+
+torch::Tensor copied(torch::Tensor x) {
+  auto out = torch::empty_like(x);
+  copy_out(out, x);
+  return out;
+}
+
+torch::Tensor doubled(torch::Tensor x) {
+  add_into<<<1, 32>>>(x.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+  return x;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("scale", &scale);
+  m.def("sums", &sums);
+  m.def("add_", &add_);
+  m.def("copied", &copied);
+  m.def("doubled", &doubled);
+}
