@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <unordered_map>
 
 namespace shardproof::frontend::cuda {
@@ -94,6 +95,40 @@ struct NotFollowed {
 enum class Flow : std::uint8_t { Running, Broken, Continued };
 
 constexpr std::int64_t kMaxHostSteps = 1'000'000;
+
+// The 16-bit float a record type is (c10::Half, __half, c10::BFloat16,
+// __nv_bfloat16): its significant bits and least normal exponent.
+struct SixteenBit {
+  int digits, min_exponent;
+};
+std::optional<SixteenBit> sixteen_bit(clang::QualType type) {
+  const auto *record = type.getCanonicalType()->getAsCXXRecordDecl();
+  if (!record)
+    return std::nullopt;
+  llvm::StringRef name = record->getName();
+  if (name == "Half" || name == "__half")
+    return SixteenBit{11, -14};
+  if (name == "BFloat16" || name == "__nv_bfloat16")
+    return SixteenBit{8, -126};
+  return std::nullopt;
+}
+
+// v rounded to nearest-even in that format (subnormals included); nullopt
+// past its largest finite value.
+std::optional<double> round_to(double v, SixteenBit format) {
+  if (v == 0 || !std::isfinite(v))
+    return v;
+  int e = 0;
+  std::frexp(v, &e); // v = m * 2^e with 0.5 <= |m| < 1
+  int exponent = std::max(e, format.min_exponent + 1);
+  double unit = std::ldexp(1.0, exponent - format.digits);
+  double out = std::nearbyint(v / unit) * unit;
+  double largest = std::ldexp(2.0 - std::ldexp(1.0, 1 - format.digits),
+                              format.digits == 11 ? 15 : 127);
+  if (std::fabs(out) > largest)
+    return std::nullopt;
+  return out;
+}
 
 class HostInterpreter {
 public:
@@ -425,6 +460,8 @@ private:
           to->isRealFloatingType())
         return HostValue::floating(
             rounded(v.kind == HostValue::Kind::Int ? double(v.i) : v.real, to));
+      if (auto format = sixteen_bit(to); format && v.kind == HostValue::Kind::Real)
+        return sixteen_bit_value(*format, v.real, cast);
       if (to->isRecordType() &&
           (v.kind == HostValue::Kind::Dim3 || v.kind == HostValue::Kind::Tensor ||
            v.kind == HostValue::Kind::Options || v.kind == HostValue::Kind::List))
@@ -487,6 +524,14 @@ private:
          llvm::isa<clang::CXXStdInitializerListExpr>(
              construct->getArg(0)->IgnoreImplicit())))
       return eval(construct->getArg(0));
+    if (auto format = sixteen_bit(construct->getType());
+        format && construct->getNumArgs() == 1) {
+      HostValue v = eval(construct->getArg(0));
+      if (v.kind == HostValue::Kind::Int || v.kind == HostValue::Kind::Real)
+        return sixteen_bit_value(
+            *format, v.kind == HostValue::Kind::Int ? double(v.i) : v.real, construct);
+      return HostValue{};
+    }
     if (record->getName() == "TensorOptions" && construct->getNumArgs() == 0) {
       HostValue options{HostValue::Kind::Options};
       options.dtype = ir::DType::Float32; // PyTorch's default dtype
@@ -502,6 +547,11 @@ private:
   }
 
   HostValue eval_unary(const clang::UnaryOperator *op) {
+    // A tensor's address or a pointer to one dereferenced (apex passes
+    // at::Tensor* to its launchers) is the tensor.
+    if (op->getOpcode() == clang::UO_AddrOf || op->getOpcode() == clang::UO_Deref)
+      if (HostValue v = eval(op->getSubExpr()); v.kind == HostValue::Kind::Tensor)
+        return v;
     if (op->isIncrementDecrementOp()) {
       HostValue &v = variable(op->getSubExpr());
       std::int64_t before = integer(v, op);
@@ -675,6 +725,13 @@ private:
     }
   }
 
+  HostValue sixteen_bit_value(SixteenBit format, double v, const clang::Stmt *at) const {
+    auto out = round_to(v, format);
+    if (!out)
+      not_followed(at, "conversion to a 16-bit float past its range");
+    return HostValue::floating(*out);
+  }
+
   // A value of `type`: a float's is rounded to single precision.
   double rounded(double v, clang::QualType type) const {
     type = type.getCanonicalType();
@@ -809,6 +866,8 @@ private:
                                         : HostValue::integer(wrap(*v, type));
     if (const auto *v = std::get_if<bool>(&arg))
       return HostValue::integer(*v);
+    if (const auto *v = std::get_if<std::vector<std::int64_t>>(&arg))
+      return int_list(*v);
     if (const auto *v = std::get_if<double>(&arg))
       if (type->isRealFloatingType())
         return HostValue::floating(rounded(*v, type));
@@ -917,6 +976,11 @@ private:
       return HostValue{}; // a stream, a query: opaque
     HostValue self = eval(object);
     std::string name = method->getNameAsString();
+    if (self.kind == HostValue::Kind::Real && llvm::isa<clang::CXXConversionDecl>(method))
+      return call->getType()->isIntegerType()
+                 ? HostValue::integer(
+                       wrap(static_cast<std::int64_t>(self.real), call->getType()))
+                 : HostValue::floating(rounded(self.real, call->getType()));
     if (self.kind == HostValue::Kind::Tensor)
       return tensor_method(call, tensors_[self.i], self, name);
     if (self.kind == HostValue::Kind::Options)

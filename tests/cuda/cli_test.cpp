@@ -5,6 +5,8 @@
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -936,6 +938,27 @@ TEST(CudaBindingsCli, AKernelLaunchThatDropsAPartialBlockOnARanksRowsIsRefuted) 
       << buggy.out;
   EXPECT_TRUE(has(buggy.out, "    at::empty_like at fused_bias_relu.cpp:19[3] = 1\n"))
       << buggy.out;
+}
+
+TEST(CudaBindingsCli, MegatronsFusedCausalSoftmaxIsLiftedFromAPythonCall) {
+  // The real extension's host code (its batches-per-block check, the
+  // dispatch over sizes, a scale converted to c10::Half and back) and its
+  // warp-shuffle kernel, from the tree's own sources.
+  const char *sources = std::getenv("MEGATRON_FUSED_KERNELS");
+  if (!sources)
+    GTEST_SKIP() << "set MEGATRON_FUSED_KERNELS to a Megatron-LM tree's "
+                    "megatron/fused_kernels to run this";
+  const std::string model = std::string(SHARDPROOF_SOURCE_DIR) +
+                            "/tests/cuda/upstream/megatron_causal_softmax.py";
+  auto heads = run_cli({"check", model + "::heads"});
+  EXPECT_EQ(heads.exit_code, 0) << heads.out << heads.err;
+  EXPECT_TRUE(has(heads.out, ": proved (2 obligations: 2 proved")) << heads.out;
+  auto wrong = run_cli({"check", model + "::heads_with_wrong_scale"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
+  // softmax([0, 0.5]) at world 1, softmax([0, 0.25]) on the ranks.
+  EXPECT_TRUE(has(wrong.out, "  Reference (world 1): out[0,1,0] = 0.377541\n"
+                             "  Rank 0: out[0,1,0] = 0.437823  (should be 0.377541)\n"))
+      << wrong.out;
 }
 
 TEST(CudaBindingsCli, ALoadedExtensionHasExactlyItsRegisteredFunctions) {

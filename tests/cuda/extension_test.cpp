@@ -125,6 +125,14 @@ TEST(CudaExtension, TheDispatchPicksTheKernelForTheDtypeWithTheScalar) {
   EXPECT_EQ(values(store, result.returned[0].elements), (std::vector<double>{6, -8}));
 }
 
+TEST(CudaExtension, AScalarConvertedToHalfIsRoundedToIt) {
+  auto run = tensor_ops().run("scale_half", {tensor({8}, ir::DType::Float16), 0.1});
+  ASSERT_EQ(run.run.end, cuda::HostRun::End::Returned) << run.run.why;
+  ASSERT_EQ(run.run.launches.size(), 1u);
+  // 0.1 in half precision: 1638 / 2^14 (the nearest of its 11-bit values).
+  EXPECT_EQ(run.run.launches[0].reals.at("factor"), 1638.0 / 16384.0);
+}
+
 TEST(CudaExtension, AVectorOfTensorsIsReturnedAsASequence) {
   terms::TermStore store;
   auto result =

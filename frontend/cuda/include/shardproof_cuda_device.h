@@ -17,6 +17,12 @@
 #define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 
+// The toolkit's version macros (cuda.h, cuda_runtime_api.h) as CUDA 12.0
+// gives them, matching __CUDACC_VER_MAJOR__: code that picks the sync
+// shuffles by `#if CUDA_VERSION >= 9000` is read as nvcc compiles it.
+#define CUDA_VERSION 12000
+#define CUDART_VERSION 12000
+
 #include <stddef.h>
 #include <stdlib.h> // before any <new>: clang's cuda_wrappers/new uses ::malloc
 
@@ -53,6 +59,22 @@ struct uint2 {
 struct uint4 {
   unsigned int x, y, z, w;
 };
+// The vector constructors of vector_functions.h.
+static __host__ __device__ inline float2 make_float2(float x, float y) { return {x, y}; }
+static __host__ __device__ inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+static __host__ __device__ inline int2 make_int2(int x, int y) { return {x, y}; }
+static __host__ __device__ inline int4 make_int4(int x, int y, int z, int w) {
+  return {x, y, z, w};
+}
+static __host__ __device__ inline uint2 make_uint2(unsigned int x, unsigned int y) {
+  return {x, y};
+}
+static __host__ __device__ inline uint4 make_uint4(unsigned int x, unsigned int y,
+                                                   unsigned int z, unsigned int w) {
+  return {x, y, z, w};
+}
 
 typedef struct CUstream_st *cudaStream_t;
 struct cudaDeviceProp {
