@@ -67,9 +67,10 @@ struct ExtensionTensor {
   ir::Shape shape;
   std::vector<terms::TermId> elements;
 };
-// An argument of a call: None, a tensor, an int, a float or a bool.
-using ExtensionValue =
-    std::variant<std::monostate, ExtensionTensor, std::int64_t, double, bool>;
+// An argument of a call: None, a tensor, an int, a float, a bool, or a
+// list of ints (sizes: a Python list, tuple or torch.Size).
+using ExtensionValue = std::variant<std::monostate, ExtensionTensor, std::int64_t, double,
+                                    bool, std::vector<std::int64_t>>;
 struct ExtensionCallResult {
   // What the C++ function returned: nothing (void), one tensor, or a
   // sequence of them (std::vector<at::Tensor>).

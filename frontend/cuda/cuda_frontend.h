@@ -139,8 +139,9 @@ struct HostTensor {
   ir::Shape shape;
   bool contiguous = true;
 };
-// None, a tensor, an int, a float or a bool.
-using HostArgument = std::variant<std::monostate, HostTensor, std::int64_t, double, bool>;
+// None, a tensor, an int, a float, a bool, or a list of ints.
+using HostArgument = std::variant<std::monostate, HostTensor, std::int64_t, double, bool,
+                                  std::vector<std::int64_t>>;
 
 // The memory an extension call's tensors live in: an argument's, or one the
 // host code allocated (torch::empty: any values; zeros: 0), or the copy

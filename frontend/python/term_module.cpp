@@ -1132,6 +1132,11 @@ bool extension_value(PyObject *o, ExtensionValue &out) {
     out = static_cast<std::int64_t>(PyLong_AsLongLong(o));
   } else if (PyFloat_Check(o)) {
     out = PyFloat_AsDouble(o);
+  } else if (PyList_Check(o)) { // sizes
+    std::vector<std::int64_t> sizes;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); ++k)
+      sizes.push_back(PyLong_AsLongLong(PyList_GET_ITEM(o, k)));
+    out = std::move(sizes);
   } else {
     const char *dtype = nullptr;
     PyObject *shape = nullptr, *elements = nullptr;

@@ -147,6 +147,8 @@ def _argument(arg, fn):
         raise fn._unsupported("a symbolic scalar argument is not modelled")
     if arg is None or isinstance(arg, (bool, int, float)):
         return arg
+    if isinstance(arg, (list, tuple)) and all(type(v) is int for v in arg):
+        return list(arg)  # sizes (a torch.Size is a tuple of them)
     if isinstance(arg, _tensor.Tensor):
         if not arg.is_contiguous():
             raise fn._unsupported("a strided (non-contiguous) tensor argument is not "
