@@ -159,8 +159,10 @@ frontend::ExtensionCaller extension_caller(const std::vector<std::string> &sourc
 // The module load(name, sources) builds, read afresh.
 frontend::ExtensionModule read_extension(const std::string &name,
                                          const std::vector<std::string> &sources,
-                                         const std::vector<std::string> &flags) {
+                                         const std::vector<std::string> &flags,
+                                         const std::optional<std::string> &cuda_path) {
   cuda::ParseOptions parse;
+  parse.cuda_path = cuda_path;
   parse.extra_args = flags;
   parse.extra_args.push_back("-DTORCH_EXTENSION_NAME=" + name);
   ExtensionListing listing = list_extensions(sources, parse);
@@ -188,16 +190,17 @@ frontend::ExtensionModule read_extension(const std::string &name,
 }
 } // namespace
 
-frontend::ExtensionResolver extension_resolver() {
+frontend::ExtensionResolver extension_resolver(std::optional<std::string> cuda_path) {
   // Every rank and every tracing pass loads the same extension: read once.
   auto read = std::make_shared<std::map<std::string, frontend::ExtensionModule>>();
-  return [read](const std::string &name, const std::vector<std::string> &sources,
-                const std::vector<std::string> &flags) {
+  return [read, cuda_path](const std::string &name,
+                           const std::vector<std::string> &sources,
+                           const std::vector<std::string> &flags) {
     std::string key =
         fmt::format("{}\n{}\n{}", name, fmt::join(sources, "\n"), fmt::join(flags, "\n"));
     auto it = read->find(key);
     if (it == read->end())
-      it = read->emplace(key, read_extension(name, sources, flags)).first;
+      it = read->emplace(key, read_extension(name, sources, flags, cuda_path)).first;
     return it->second;
   };
 }

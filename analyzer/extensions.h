@@ -29,8 +29,9 @@ std::string render_extensions(const ExtensionListing &listing, bool json);
 
 // What the Python frontend's torch.utils.cpp_extension.load(name, sources)
 // builds: the pybind11 functions its sources register for module `name`
-// (TORCH_EXTENSION_NAME, which load defines so), read with shardproof's
-// own CUDA headers; an error when a source cannot be parsed.
-frontend::ExtensionResolver extension_resolver();
+// (TORCH_EXTENSION_NAME, which load defines so), read with the toolkit's
+// headers at `cuda_path` (unset: shardproof's own), and calls of them; an
+// error when a source cannot be parsed.
+frontend::ExtensionResolver extension_resolver(std::optional<std::string> cuda_path);
 
 } // namespace shardproof::analyzer

@@ -75,8 +75,9 @@ int main(int argc, char **argv) {
   std::optional<std::string> cuda_path;
   check
       ->add_option("--cuda-path", cuda_path,
-                   "parse .cu files with this CUDA toolkit's headers (default: "
-                   "shardproof's own header set, no toolkit needed)")
+                   "parse .cu files, and the sources of extensions the analysed code "
+                   "loads, with this CUDA toolkit's headers (default: shardproof's own "
+                   "header set, no toolkit needed)")
       ->check(CLI::ExistingDirectory);
   check->add_option("--world", world, "simulated world size")
       ->check(CLI::Range(1, 64))
@@ -279,6 +280,7 @@ int main(int argc, char **argv) {
       std::chrono::milliseconds(static_cast<long>(trace_seconds * 1000));
   options.world = world;
   options.max_paths = max_paths;
+  options.cuda_path = cuda_path;
   // A nightly scan must finish: one row's slow proofs may not hold up the rest.
   if (!target_seconds && *scan)
     target_seconds = 300;

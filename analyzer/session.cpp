@@ -222,12 +222,13 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
                        std::chrono::steady_clock::time_point start) {
   CheckedPath path;
   path.witness = std::move(witness);
-  path.traced = frontend_for(target)->trace(store, target,
-                                            {.world = world,
-                                             .time_limit = options.trace_time_limit,
-                                             .python_path = options.python_path,
-                                             .witness = path.witness,
-                                             .extensions = extension_resolver()});
+  path.traced =
+      frontend_for(target)->trace(store, target,
+                                  {.world = world,
+                                   .time_limit = options.trace_time_limit,
+                                   .python_path = options.python_path,
+                                   .witness = path.witness,
+                                   .extensions = extension_resolver(options.cuda_path)});
   if (path.traced.failure)
     return path;
   RunChecks run = [&](const std::vector<ir::Trace> &ranks) {

@@ -24,6 +24,9 @@ struct SessionOptions {
   std::optional<std::chrono::milliseconds> target_time_limit;
   int max_paths = 16; // value-dependent paths explored per target (--max-paths)
   std::vector<std::string> python_path; // the user's import folders
+  // The CUDA toolkit whose headers the sources of an extension the analysed
+  // code loads are parsed with (--cuda-path); unset: shardproof's own.
+  std::optional<std::string> cuda_path;
   checkers::CheckOptions checks;
   prover::ProverOptions prover;
   checkers::RuleSelection rules; // --select / --ignore

@@ -37,7 +37,9 @@ struct HostValue {
   // Device: the reference device's cudaDeviceProp (or a pointer to it). Dim3
   // also holds a three-element array of it. Tensor: tensors_[i]. Options:
   // at::TensorOptions of `dtype`. List: an IntArrayRef, an initializer list
-  // or a std::vector, its `items`.
+  // or a std::vector, its `items`. Nothing: an empty std::optional (a tensor
+  // in one is the tensor). Reference: a non-const reference parameter bound
+  // to the caller's local `target` in frames_[i].
   enum class Kind : std::uint8_t {
     Opaque,
     Int,
@@ -47,7 +49,9 @@ struct HostValue {
     Real,
     Tensor,
     Options,
-    List
+    List,
+    Nothing,
+    Reference
   };
   Kind kind = Kind::Opaque;
   std::int64_t i = 0;
@@ -56,6 +60,7 @@ struct HostValue {
   int storage = -1;
   ir::DType dtype = ir::DType::Float32;
   std::vector<HostValue> items;
+  const clang::VarDecl *target = nullptr;
   static HostValue integer(std::int64_t v) { return {Kind::Int, v}; }
   static HostValue floating(double v) {
     HostValue out{Kind::Real};
@@ -404,9 +409,28 @@ private:
   // lambda's body reads its enclosing function's variables).
   HostValue *local(const clang::VarDecl *var) {
     for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame)
-      if (auto it = frame->find(var); it != frame->end())
+      if (auto it = frame->find(var); it != frame->end()) {
+        if (it->second.kind == HostValue::Kind::Reference)
+          return &frames_[it->second.i].at(it->second.target);
         return &it->second;
+      }
     return nullptr;
+  }
+
+  // A non-const reference parameter (apex's `int &n1`): bound to the
+  // caller's local variable, which the callee's writes change.
+  HostValue reference_to(const clang::Expr *arg) {
+    const auto *ref = llvm::dyn_cast<clang::DeclRefExpr>(arg->IgnoreParenImpCasts());
+    const auto *var = ref ? llvm::dyn_cast<clang::VarDecl>(ref->getDecl()) : nullptr;
+    for (std::size_t k = frames_.size(); var && k-- > 0;)
+      if (auto it = frames_[k].find(var); it != frames_[k].end()) {
+        if (it->second.kind == HostValue::Kind::Reference)
+          return it->second;
+        HostValue out{HostValue::Kind::Reference, static_cast<std::int64_t>(k)};
+        out.target = var;
+        return out;
+      }
+    not_followed(arg, "output argument that is not a local variable");
   }
 
   HostValue &variable(const clang::Expr *e) {
@@ -454,6 +478,8 @@ private:
         return v; // a pointer, or null
       if (v.kind == HostValue::Kind::Int && to->isIntegerType())
         return HostValue::integer(wrap(v.i, to));
+      if (v.kind == HostValue::Kind::Int && to->isEnumeralType()) // at::ScalarType
+        return v;
       if (v.kind == HostValue::Kind::Real && to->isIntegerType())
         return HostValue::integer(wrap(static_cast<std::int64_t>(v.real), to));
       if ((v.kind == HostValue::Kind::Int || v.kind == HostValue::Kind::Real) &&
@@ -532,13 +558,30 @@ private:
             *format, v.kind == HostValue::Kind::Int ? double(v.i) : v.real, construct);
       return HostValue{};
     }
+    if (record->getName() == "optional") {
+      // std::optional<at::Tensor>: the tensor, or nothing (nullopt, {}).
+      HostValue v =
+          construct->getNumArgs() == 1 ? eval(construct->getArg(0)) : HostValue{};
+      if (v.kind == HostValue::Kind::Tensor || v.kind == HostValue::Kind::Nothing)
+        return v;
+      return HostValue{HostValue::Kind::Nothing};
+    }
     if (record->getName() == "TensorOptions" && construct->getNumArgs() == 0) {
       HostValue options{HostValue::Kind::Options};
       options.dtype = ir::DType::Float32; // PyTorch's default dtype
       return options;
     }
-    if (record->getName() != "dim3")
+    if (record->getName() != "dim3") {
+      // A class of the sources built from a tensor may keep its memory and
+      // launch on it from a method: not followed.
+      if (definitions_ && users(*record))
+        for (const clang::Expr *arg : construct->arguments())
+          if (holds_memory(eval(arg)))
+            not_followed(construct, fmt::format("construction of '{}' from a tensor or "
+                                                "its memory",
+                                                record->getQualifiedNameAsString()));
       return HostValue{};
+    }
     HostValue out;
     out.kind = HostValue::Kind::Dim3;
     for (unsigned k = 0; k < std::min(3u, construct->getNumArgs()); ++k)
@@ -757,8 +800,13 @@ private:
       return eval_member_call(member);
     if (auto element = list_subscript(call))
       return *element;
-    if (!callee)
+    if (auto tensor = tensor_access(call))
+      return *tensor;
+    if (!callee) {
+      if (definitions_) // it may be a launcher
+        not_followed(call, "call through a function pointer");
       return HostValue{};
+    }
     const clang::FunctionDecl *body = definition_of(*callee);
     if (!body) {
       if (auto made = tensor_function(call, *callee))
@@ -770,13 +818,15 @@ private:
     unsigned first = llvm::isa<clang::CXXOperatorCallExpr>(call) ? 1 : 0;
     for (unsigned i = 0; i < body->getNumParams() && i + first < call->getNumArgs();
          ++i) {
-      HostValue v = eval(call->getArg(i + first));
       const clang::ParmVarDecl *param = body->getParamDecl(i);
       clang::QualType type = param->getType();
       if (type->isLValueReferenceType() &&
           !type.getNonReferenceType().isConstQualified() &&
-          !type.getNonReferenceType()->isRecordType())
-        not_followed(call, "call with an output argument (a non-const reference)");
+          !type.getNonReferenceType()->isRecordType()) {
+        frame[param] = reference_to(call->getArg(i + first));
+        continue;
+      }
+      HostValue v = eval(call->getArg(i + first));
       frame[param] = v.kind == HostValue::Kind::Int && type->isIntegerType()
                          ? HostValue::integer(wrap(v.i, type))
                          : v;
@@ -829,6 +879,16 @@ private:
     return it->second;
   }
 
+  // Declared by the analysed sources, not by the toolkit's, the system's or
+  // shardproof's stand-in PyTorch headers.
+  bool users(const clang::Decl &decl) const {
+    const clang::SourceManager &sources = decl.getASTContext().getSourceManager();
+    if (sources.isInSystemHeader(decl.getLocation()))
+      return false;
+    return !source_loc(sources, decl.getLocation())
+                .file.starts_with(SHARDPROOF_CUDA_TORCH_SHIM_DIR);
+  }
+
   bool holds_memory(const HostValue &v) const {
     if (v.kind == HostValue::Kind::Tensor ||
         (v.kind == HostValue::Kind::Pointer && v.storage >= 0))
@@ -871,7 +931,9 @@ private:
     if (const auto *v = std::get_if<double>(&arg))
       if (type->isRealFloatingType())
         return HostValue::floating(rounded(*v, type));
-    return HostValue{}; // None, or a float given for an integer: opaque
+    if (std::holds_alternative<std::monostate>(arg)) // None: an empty std::optional
+      return HostValue{HostValue::Kind::Nothing};
+    return HostValue{}; // a float given for an integer: opaque
   }
 
   HostValue new_tensor(TensorState state) {
@@ -985,10 +1047,16 @@ private:
       return tensor_method(call, tensors_[self.i], self, name);
     if (self.kind == HostValue::Kind::Options)
       return options_method(call, self, name);
-    if (self.kind == HostValue::Kind::List && name == "size")
-      return HostValue::integer(static_cast<std::int64_t>(self.items.size()));
+    if (self.kind == HostValue::Kind::List)
+      if (auto out = list_method(call, self, name))
+        return *out;
+    if (self.kind == HostValue::Kind::Nothing && name == "has_value")
+      return HostValue::integer(0);
     if (holds_memory(self))
       not_followed(call, fmt::format("method '{}' of a list of tensors", name));
+    if (users(*method) && definition_of(*method)) // it may launch kernels
+      not_followed(call, fmt::format("method '{}' of a class of the sources",
+                                     method->getQualifiedNameAsString()));
     unknown_call(call, method->getQualifiedNameAsString());
     return HostValue{};
   }
@@ -1036,6 +1104,10 @@ private:
     }
     if (name == "contiguous" && t.contiguous)
       return self;
+    if (name == "has_value") // a std::optional holding it
+      return HostValue::integer(1);
+    if (name == "value")
+      return self;
     if (name == "contiguous" && t.argument >= 0) { // a copy, made in row-major order
       storages_.push_back(
           {HostStorage::Init::CopyOfArgument, t.dtype, numel(t), t.argument});
@@ -1080,6 +1152,52 @@ private:
     not_followed(call, fmt::format("at::TensorOptions::{}", name));
   }
 
+  // IntArrayRef's size, equals and slice; nullopt for another method.
+  std::optional<HostValue> list_method(const clang::CXXMemberCallExpr *call,
+                                       const HostValue &list, const std::string &name) {
+    auto n = static_cast<std::int64_t>(list.items.size());
+    if (name == "size")
+      return HostValue::integer(n);
+    if (name == "empty")
+      return HostValue::integer(n == 0);
+    if (name == "equals" && call->getNumArgs() == 1) {
+      HostValue other = eval(call->getArg(0));
+      if (other.kind != HostValue::Kind::List || other.items.size() != list.items.size())
+        return HostValue::integer(0);
+      for (std::size_t k = 0; k < list.items.size(); ++k)
+        if (integer(list.items[k], call) != integer(other.items[k], call))
+          return HostValue::integer(0);
+      return HostValue::integer(1);
+    }
+    if (name == "slice" && call->getNumArgs() >= 1) {
+      std::int64_t start = integer(eval(call->getArg(0)), call->getArg(0));
+      std::int64_t length = call->getNumArgs() > 1
+                                ? integer(eval(call->getArg(1)), call->getArg(1))
+                                : n - start;
+      if (start < 0 || length < 0 || start + length > n)
+        throw Rejecting{loc(call), "ArrayRef: invalid slice"};
+      HostValue out{HostValue::Kind::List};
+      out.items.assign(list.items.begin() + start, list.items.begin() + start + length);
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  // *t and t-> of a std::optional<at::Tensor> (or a pointer to a tensor):
+  // the tensor; nullopt for another operator.
+  std::optional<HostValue> tensor_access(const clang::CallExpr *call) {
+    const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
+    if (!op || !definitions_ || op->getNumArgs() != 1 ||
+        (op->getOperator() != clang::OO_Star && op->getOperator() != clang::OO_Arrow))
+      return std::nullopt;
+    HostValue v = eval(op->getArg(0));
+    if (v.kind == HostValue::Kind::Tensor)
+      return v;
+    if (v.kind == HostValue::Kind::Nothing)
+      throw Rejecting{loc(call), "bad optional access (it holds no tensor)"};
+    return std::nullopt;
+  }
+
   // IntArrayRef's or a vector's operator[].
   std::optional<HostValue> list_subscript(const clang::CallExpr *call) {
     const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
@@ -1117,6 +1235,8 @@ private:
     };
     if (name == "at::numel" && call->getNumArgs() == 1)
       return HostValue::integer(numel(tensor_arg(0)));
+    if (name == "at::device_of") // for a device guard: every tensor is on the one GPU
+      return HostValue{};
     bool zeros = name == "at::zeros_like" || name == "at::zeros";
     if (name == "at::empty_like" || name == "at::zeros_like") {
       TensorState like = tensor_arg(0);

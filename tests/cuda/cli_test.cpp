@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -958,6 +959,28 @@ TEST(CudaBindingsCli, MegatronsFusedCausalSoftmaxIsLiftedFromAPythonCall) {
   // softmax([0, 0.5]) at world 1, softmax([0, 0.25]) on the ranks.
   EXPECT_TRUE(has(wrong.out, "  Reference (world 1): out[0,1,0] = 0.377541\n"
                              "  Rank 0: out[0,1,0] = 0.437823  (should be 0.377541)\n"))
+      << wrong.out;
+}
+
+TEST(CudaBindingsCli, ApexFusedLayerNormIsLiftedFromAPythonCall) {
+  // apex's host code (int& sizes, the statistics' dtype, std::optional
+  // tensors, its DISPATCH macros, a grid bounded by the device's) and its
+  // kernel, from the tree's own sources with the toolkit's headers.
+  const char *sources = std::getenv("APEX_CSRC");
+  if (!sources || !std::filesystem::exists("/usr/local/cuda/include/cuda.h"))
+    GTEST_SKIP() << "set APEX_CSRC to an apex tree's csrc (and install the CUDA "
+                    "toolkit) to run this";
+  const std::string model =
+      std::string(SHARDPROOF_SOURCE_DIR) + "/tests/cuda/upstream/apex_layer_norm.py";
+  auto rows = run_cli({"check", model + "::rows", "--cuda-path", "/usr/local/cuda"});
+  EXPECT_EQ(rows.exit_code, 0) << rows.out << rows.err;
+  EXPECT_TRUE(has(rows.out, ": proved (2 obligations: 2 proved")) << rows.out;
+  auto wrong = run_cli(
+      {"check", model + "::rows_with_wrong_eps", "--cuda-path", "/usr/local/cuda"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
+  // Row [0, 1, 1, 0]: -0.5 / sqrt(0.25 + 1e-5) at world 1, / sqrt(1.25) on the ranks.
+  EXPECT_TRUE(has(wrong.out, "  Reference (world 1): out[0,0] = -0.99998\n"
+                             "  Rank 0: out[0,0] = -0.447214  (should be -0.99998)\n"))
       << wrong.out;
 }
 

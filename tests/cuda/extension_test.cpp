@@ -133,6 +133,22 @@ TEST(CudaExtension, AScalarConvertedToHalfIsRoundedToIt) {
   EXPECT_EQ(run.run.launches[0].reals.at("factor"), 1638.0 / 16384.0);
 }
 
+TEST(CudaExtension, OutputReferencesOptionalTensorsAndSizeListsAreFollowed) {
+  terms::TermStore store;
+  auto result = tensor_ops().call(store, "row_stats",
+                                  {constants(store, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                   std::vector<std::int64_t>{3}, std::monostate{}});
+  ASSERT_FALSE(result.unsupported) << *result.unsupported;
+  ASSERT_FALSE(result.rejected) << *result.rejected;
+  EXPECT_EQ(values(store, result.returned.at(0).elements), (std::vector<double>{6, 15}));
+  auto wrong = tensor_ops().call(store, "row_stats",
+                                 {constants(store, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                  std::vector<std::int64_t>{2}, std::monostate{}});
+  ASSERT_TRUE(wrong.rejected);
+  EXPECT_EQ(*wrong.rejected, "the check 'trailing.equals(normalized_shape)' failed (at " +
+                                 source("extension_host/tensor_ops.cu") + ":91:3)");
+}
+
 TEST(CudaExtension, AVectorOfTensorsIsReturnedAsASequence) {
   terms::TermStore store;
   auto result =
@@ -177,6 +193,13 @@ TEST(CudaExtension, WhatTheHostCodeDoesThatIsNotModelledStopsTheCall) {
             "the host code's call of 'copy_out' with a tensor or its memory (defined in "
             "none of the sources) at " +
                 source("extension_host/tensor_ops.cu") + ":67:3 is not followed");
+  auto kept =
+      tensor_ops().call(store, "through_a_class", {constants(store, {2}, {1, 2})});
+  ASSERT_TRUE(kept.unsupported);
+  EXPECT_NE(
+      kept.unsupported->find("construction of 'Doubler' from a tensor or its memory"),
+      std::string::npos)
+      << *kept.unsupported;
   auto twice = tensor_ops().call(store, "doubled", {constants(store, {2}, {1, 2})});
   ASSERT_TRUE(twice.unsupported);
   EXPECT_NE(twice.unsupported->find("launch given one tensor's memory twice ('x' and "

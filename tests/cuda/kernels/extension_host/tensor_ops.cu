@@ -82,6 +82,48 @@ torch::Tensor scale_half(torch::Tensor x, float factor) {
   return out;
 }
 
+// apex's layer norm host code: sizes through int& outputs, the statistics'
+// dtype chosen from the input's, an optional tensor.
+namespace {
+void rows_and_columns(at::Tensor input, at::IntArrayRef normalized_shape, int &n1,
+                      int &n2) {
+  auto trailing = input.sizes().slice(input.dim() - normalized_shape.size());
+  TORCH_CHECK(trailing.equals(normalized_shape));
+  n2 = normalized_shape[0];
+  n1 = input.numel() / n2;
+}
+} // namespace
+
+std::vector<at::Tensor> row_stats(const at::Tensor &input,
+                                  at::IntArrayRef normalized_shape,
+                                  const std::optional<at::Tensor> &weight) {
+  int n1, n2;
+  rows_and_columns(input, normalized_shape, n1, n2);
+  const auto stats_dtype = (input.scalar_type() == at::ScalarType::Half ||
+                            input.scalar_type() == at::ScalarType::BFloat16)
+                               ? at::ScalarType::Float
+                               : input.scalar_type();
+  at::Tensor sums = at::empty({n1}, input.options().dtype(stats_dtype));
+  at::Tensor unused = at::empty({n2}, input.options());
+  TORCH_CHECK(!weight.has_value() || weight->numel() == n2);
+  row_and_column_sums<<<1, 32>>>(sums.data_ptr<float>(), unused.data_ptr<float>(),
+                                 input.data_ptr<float>(), n1, n2);
+  return {sums};
+}
+
+// A launcher object that keeps a tensor's memory and launches from a method.
+struct Doubler {
+  float *data;
+  int n;
+  explicit Doubler(at::Tensor x) : data(x.data_ptr<float>()), n(x.numel()) {}
+  void run() const { add_into<<<1, 32>>>(data, data, n); }
+};
+
+torch::Tensor through_a_class(torch::Tensor x) {
+  Doubler(x).run();
+  return x;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scale", &scale);
   m.def("sums", &sums);
@@ -89,4 +131,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("copied", &copied);
   m.def("doubled", &doubled);
   m.def("scale_half", &scale_half);
+  m.def("row_stats", &row_stats);
+  m.def("through_a_class", &through_a_class);
 }
