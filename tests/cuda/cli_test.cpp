@@ -914,6 +914,10 @@ TEST(CudaBindingsCli, APythonCallOfAnExtensionFunctionRunsItsKernel) {
   auto r = run_cli({"check", bound("model.py::calls_the_kernel")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(has(r.out, ": proved (2 obligations: 2 proved")) << r.out;
+  // load() also makes the module importable by its name, as pybind11's is.
+  auto imported = run_cli({"check", bound("model.py::imported_by_name")});
+  EXPECT_EQ(imported.exit_code, 0) << imported.out << imported.err;
+  EXPECT_TRUE(has(imported.out, ": proved (2 obligations: 2 proved")) << imported.out;
 }
 
 TEST(CudaBindingsCli, AKernelLaunchThatDropsAPartialBlockOnARanksRowsIsRefuted) {

@@ -70,7 +70,12 @@ def load(name, sources, *args, is_python_module=True, **kwargs):
     functions, error, handle = found
     if error is not None:
         raise _tracing.Unsupported(f"the extension '{name}' could not be read: {error}")
-    return _Extension(name, functions, handle)
+    module = _Extension(name, functions, handle)
+    # A pybind11 module initialises single-phase, which puts it in
+    # sys.modules: `import NAME` after load() finds it (Megatron's fused
+    # softmax imports its kernels so).
+    sys.modules[name] = module
+    return module
 
 
 # load()'s options that change no function the sources register (the

@@ -50,3 +50,10 @@ def unknown_build_option():
     cpp_extension.load(name="fused_bias_relu", sources=[os.path.join(HERE, "ops.cpp")],
                        with_pytorch_error_handling=False)
     return BiasRelu(3, fused_kernel=False), (torch.randn(2, 3),)
+
+
+def imported_by_name():
+    # After load(), `import NAME` gives the built module, as in PyTorch.
+    import fused_bias_relu as by_name
+    assert by_name is fused
+    return BiasRelu(3, fused_kernel=True), (torch.randn(2, 3),)
