@@ -112,12 +112,27 @@ def known_collective(group: Sequence[int], sequence: int) -> Optional[list[Term]
     """What an earlier pass linked that collective's result to, or None."""
 def extension_module(name: str, sources: Sequence[str], flags: Sequence[str]
                      ) -> Optional[tuple[list[tuple[str, str, str, list[str], list[str]]],
-                                         Optional[str]]]:
+                                         Optional[str], Optional[int]]]:
     """What torch.utils.cpp_extension.load(name, sources) builds, read by the
-    CUDA frontend: None when that is not modelled; else (functions, error),
-    each function (name, bound C++ function, registered at, kernels "K
-    (launched at FILE:LINE)", functions reached that no source defines),
-    error a source that could not be read."""
+    CUDA frontend: None when that is not modelled; else (functions, error,
+    handle), each function (name, bound C++ function, registered at, kernels
+    "K (launched at FILE:LINE)", functions reached that no source defines),
+    error a source that could not be read, handle what extension_call takes
+    (None: calls are not modelled)."""
+ExtensionArgument = Union[None, bool, int, float, list[int],
+                          tuple[str, Sequence[int], Sequence[Number]]]
+def extension_call(handle: int, function: str, args: Sequence[ExtensionArgument]
+                   ) -> tuple:
+    """Calls the extension's function (its Python name): its host code at the
+    arguments' sizes, each kernel it launches lifted over their elements. A
+    tensor argument is (dtype name, shape, elements row-major), a list of
+    ints is sizes. Gives ("rejected", message) when the host code refuses
+    the arguments (a RuntimeError in PyTorch), ("unsupported", why) when it
+    does what is not modelled, else ("ok", returned, returns_none,
+    returns_sequence, written, returned_arguments): returned a list of
+    (dtype, shape, elements), written {argument index: elements} for the
+    tensor arguments the kernels wrote into, returned_arguments the argument
+    each returned tensor is (-1: a new tensor)."""
 def record_output(*, path: str, node: int, shape: Sequence[int], dtype: str,
                   elements: Sequence[Number], role: str, subject: str) -> None:
     """An entry output ("forward"), a parameter's gradient ("param-grad") or
