@@ -79,6 +79,9 @@ struct ExtensionCallResult {
   // its tensor argument itself), or -1 for a new tensor.
   std::vector<int> returned_arguments;
   bool returns_none = false, returns_sequence = false;
+  // What a function that returns a number returned (an int, a float or a
+  // bool; Megatron's get_batch_per_block).
+  std::optional<ExtensionValue> returned_number;
   // The tensor arguments the kernels wrote into, by argument index: their
   // contents after the call.
   std::map<std::size_t, std::vector<terms::TermId>> written;

@@ -167,6 +167,7 @@ struct ExtensionHostRun {
   std::vector<HostStorage> storages;
   std::vector<HostTensorView> returned;
   bool returns_none = false, returns_sequence = false;
+  std::optional<HostArgument> returned_number; // an int, float or bool returned
 };
 
 struct ParsedFile {

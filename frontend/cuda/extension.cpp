@@ -23,6 +23,10 @@ struct CudaExtension::Impl {
 
 namespace {
 
+// A kernel is lifted thread by thread inside the traced Python call, where
+// the trace's watchdog cannot stop it: a launch past this is not lifted.
+constexpr std::int64_t kMaxLiftedThreads = 1 << 16;
+
 struct DefinitionCollector : clang::RecursiveASTVisitor<DefinitionCollector> {
   const clang::SourceManager &sources;
   std::map<std::string, const clang::FunctionDecl *> &out;
@@ -199,6 +203,16 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
     std::vector<std::string> params;
     for (const clang::ParmVarDecl *param : file.impl_->kernels.at(callee)->parameters())
       params.push_back(param->getNameAsString());
+    std::int64_t threads = 1;
+    for (int k = 0; k < 3; ++k)
+      threads *= std::int64_t{host.choice.grid[k]} * host.choice.block[k];
+    if (threads > kMaxLiftedThreads) {
+      result.unsupported = fmt::format(
+          "the launch of {} at {} runs {} threads, past the {} shardproof lifts (the "
+          "module's sizes are not reduced enough)",
+          callee, host.loc.str(), threads, kMaxLiftedThreads);
+      return result;
+    }
     KernelLaunch launch;
     if (auto missing = launch_of(host, run.storages, params, launch)) {
       result.unsupported =
@@ -247,6 +261,16 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
         {storage.dtype, view.shape, {begin, begin + elements_of(view.shape)}});
     result.returned_arguments.push_back(argument);
   }
+  if (run.returned_number)
+    result.returned_number = std::visit(
+        [](const auto &v) -> ExtensionValue {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, HostTensor>)
+            return std::monostate{};
+          else
+            return v;
+        },
+        *run.returned_number);
   result.returns_none = run.returns_none;
   result.returns_sequence = run.returns_sequence;
   for (std::size_t k = 0; k < run.storages.size(); ++k) {

@@ -193,6 +193,8 @@ public:
       out.returns_none = true;
     } else if (returned.kind == HostValue::Kind::Tensor) {
       out.returned.push_back(view_of(returned, fn.getBody()));
+    } else if (auto number = number_of(returned, fn.getReturnType())) {
+      out.returned_number = *number;
     } else if (returned.kind == HostValue::Kind::List) {
       out.returns_sequence = true;
       for (const HostValue &item : returned.items)
@@ -934,6 +936,18 @@ private:
     if (std::holds_alternative<std::monostate>(arg)) // None: an empty std::optional
       return HostValue{HostValue::Kind::Nothing};
     return HostValue{}; // a float given for an integer: opaque
+  }
+
+  // A number the function returns as its return type has it.
+  static std::optional<HostArgument> number_of(const HostValue &v, clang::QualType type) {
+    type = type.getCanonicalType();
+    if (v.kind == HostValue::Kind::Int && type->isBooleanType())
+      return HostArgument{v.i != 0};
+    if (v.kind == HostValue::Kind::Int && type->isIntegerType())
+      return HostArgument{v.i};
+    if (v.kind == HostValue::Kind::Real && type->isRealFloatingType())
+      return HostArgument{v.real};
+    return std::nullopt;
   }
 
   HostValue new_tensor(TensorState state) {

@@ -1176,9 +1176,10 @@ PyObject *term_list(const std::vector<TermId> &terms) {
 
 // extension_call(handle, function, args) -> ("rejected", message),
 // ("unsupported", why) or ("ok", returned, returns_none, returns_sequence,
-// written, returned_arguments): returned a list of (dtype, shape, elements),
-// written a dict of argument index -> elements, returned_arguments the
-// argument each returned tensor is (-1: a new one).
+// written, returned_arguments, number): returned a list of (dtype, shape,
+// elements), written a dict of argument index -> elements,
+// returned_arguments the argument each returned tensor is (-1: a new one),
+// number what a function returning an int, float or bool returned.
 PyObject *py_extension_call(PyObject *, PyObject *args) {
   Py_ssize_t handle = 0;
   const char *function = nullptr;
@@ -1238,8 +1239,20 @@ PyObject *py_extension_call(PyObject *, PyObject *args) {
     PyList_Append(arguments, item);
     Py_DECREF(item);
   }
-  return Py_BuildValue("(sNNNNN)", "ok", returned, PyBool_FromLong(result.returns_none),
-                       PyBool_FromLong(result.returns_sequence), written, arguments);
+  PyObject *number = Py_None;
+  if (result.returned_number) {
+    if (const auto *i = std::get_if<std::int64_t>(&*result.returned_number))
+      number = PyLong_FromLongLong(*i);
+    else if (const auto *d = std::get_if<double>(&*result.returned_number))
+      number = PyFloat_FromDouble(*d);
+    else if (const auto *b = std::get_if<bool>(&*result.returned_number))
+      number = PyBool_FromLong(*b);
+  }
+  if (number == Py_None)
+    Py_INCREF(Py_None);
+  return Py_BuildValue("(sNNNNNN)", "ok", returned, PyBool_FromLong(result.returns_none),
+                       PyBool_FromLong(result.returns_sequence), written, arguments,
+                       number);
 }
 
 PyMethodDef module_methods[] = {

@@ -292,6 +292,7 @@ def main():
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
         save(options, rows)  # after each version: a long sweep keeps what it has
+    save(options, rows)  # also when every row was kept: the table from them
     print(table(options.framework, rows), end="")
     sys.exit(1 if any(r["recipe_errors"] for r in rows) else 0)
 

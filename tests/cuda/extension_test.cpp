@@ -107,6 +107,15 @@ TEST(CudaExtension, ACallLiftsTheKernelOverTheArgumentsElements) {
   EXPECT_TRUE(result.written.empty());
 }
 
+TEST(CudaExtension, AFunctionReturningANumberGivesIt) {
+  terms::TermStore store;
+  auto result = bias_relu().call(store, "rows_per_block", {});
+  ASSERT_FALSE(result.unsupported) << *result.unsupported;
+  ASSERT_TRUE(result.returned_number);
+  EXPECT_EQ(std::get<std::int64_t>(*result.returned_number), 4);
+  EXPECT_TRUE(result.returned.empty());
+}
+
 TEST(CudaExtension, TheDispatchPicksTheKernelForTheDtypeWithTheScalar) {
   auto run = tensor_ops().run("scale", {tensor({2, 40}, ir::DType::Float16), 0.1});
   ASSERT_EQ(run.run.end, cuda::HostRun::End::Returned) << run.run.why;

@@ -129,10 +129,11 @@ def extension_call(handle: int, function: str, args: Sequence[ExtensionArgument]
     ints is sizes. Gives ("rejected", message) when the host code refuses
     the arguments (a RuntimeError in PyTorch), ("unsupported", why) when it
     does what is not modelled, else ("ok", returned, returns_none,
-    returns_sequence, written, returned_arguments): returned a list of
-    (dtype, shape, elements), written {argument index: elements} for the
+    returns_sequence, written, returned_arguments, number): returned a list
+    of (dtype, shape, elements), written {argument index: elements} for the
     tensor arguments the kernels wrote into, returned_arguments the argument
-    each returned tensor is (-1: a new tensor)."""
+    each returned tensor is (-1: a new tensor), number what a function that
+    returns an int, float or bool returned (else None)."""
 def record_output(*, path: str, node: int, shape: Sequence[int], dtype: str,
                   elements: Sequence[Number], role: str, subject: str) -> None:
     """An entry output ("forward"), a parameter's gradient ("param-grad") or

@@ -126,7 +126,7 @@ class _ExtensionFunction:
             raise RuntimeError(answer[1])
         if answer[0] == "unsupported":
             raise self._unsupported(answer[1])
-        _, returned, returns_none, returns_sequence, written, same = answer
+        _, returned, returns_none, returns_sequence, written, same, number = answer
         op = f"{self.__module__}.{self.__name__}"
         inputs = tuple(arg for arg in args if isinstance(arg, _tensor.Tensor))
         with _autograd._no_grad():  # raw-pointer writes are invisible to autograd
@@ -137,6 +137,8 @@ class _ExtensionFunction:
             outputs = [args[index] if index >= 0 else
                        _result(_dtype_named(dtype), shape, elements, op, inputs)
                        for (dtype, shape, elements), index in zip(returned, same)]
+        if number is not None:
+            return number
         if returns_none:
             return None
         return outputs if returns_sequence else outputs[0]
