@@ -146,24 +146,53 @@ private:
 };
 
 // The annotation-free launch the lifter takes: every parameter bound.
-std::optional<std::string> launch_of(const HostLaunch &host,
-                                     const std::vector<HostStorage> &storages,
-                                     const std::vector<std::string> &params,
-                                     KernelLaunch &out) {
+bool is_real(ir::DType dtype) {
+  return dtype == ir::DType::Float32 || dtype == ir::DType::Float16 ||
+         dtype == ir::DType::BFloat16 || dtype == ir::DType::Float64;
+}
+
+// An integer tensor (a mask) is given to the kernel as its values, which
+// must be known: the lifter reads integers only as constants.
+std::optional<std::string> concrete_values(const terms::TermStore &store,
+                                           const std::vector<terms::TermId> &cells,
+                                           const clang::ParmVarDecl &param,
+                                           KernelArg &arg) {
+  if (!param.getType()->getPointeeType().isConstQualified())
+    return fmt::format("the kernel may write the integer tensor '{}' (a non-const "
+                       "pointer): not modelled",
+                       arg.name);
+  for (terms::TermId cell : cells) {
+    if (!store.is_const(cell) || store.const_value(cell).get_den() != 1)
+      return fmt::format("the integer tensor '{}' has values that are not known "
+                         "integers (its element {} is symbolic)",
+                         arg.name, arg.concrete.size());
+    arg.concrete.push_back(store.const_value(cell).get_num().get_si());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string>
+launch_of(const terms::TermStore &store, const HostLaunch &host,
+          const std::vector<HostStorage> &storages, const CallMemory &memory,
+          const clang::FunctionDecl &kernel, KernelLaunch &out) {
   out.loc = host.loc;
   out.kernel = host.kernel;
   out.template_args = fmt::format("{}", fmt::join(host.choice.template_args, ", "));
   out.grid = host.choice.grid;
   out.block = host.choice.block;
   out.shared_bytes = host.choice.shared_bytes;
-  for (const std::string &name : params) {
+  for (const clang::ParmVarDecl *param : kernel.parameters()) {
+    std::string name = param->getNameAsString();
     KernelArg arg;
     arg.name = name;
     arg.loc = host.loc;
     if (auto b = host.buffers.find(name); b != host.buffers.end()) {
       const HostStorage &storage = storages[b->second.storage];
-      arg.buffer_type = storage.dtype;
+      arg.buffer_type = is_real(storage.dtype) ? storage.dtype : ir::DType::Int32;
       arg.shape = {storage.numel - b->second.offset};
+      if (!is_real(storage.dtype))
+        if (auto why = concrete_values(store, memory.from(b->second), *param, arg))
+          return why;
     } else if (auto i = host.choice.ints.find(name); i != host.choice.ints.end()) {
       arg.scalar = std::to_string(i->second);
     } else if (auto r = host.reals.find(name); r != host.reals.end()) {
@@ -200,9 +229,6 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
     std::string callee = host.kernel;
     if (!host.choice.template_args.empty())
       callee += fmt::format("<{}>", fmt::join(host.choice.template_args, ", "));
-    std::vector<std::string> params;
-    for (const clang::ParmVarDecl *param : file.impl_->kernels.at(callee)->parameters())
-      params.push_back(param->getNameAsString());
     std::int64_t threads = 1;
     for (int k = 0; k < 3; ++k)
       threads *= std::int64_t{host.choice.grid[k]} * host.choice.block[k];
@@ -214,7 +240,8 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
       return result;
     }
     KernelLaunch launch;
-    if (auto missing = launch_of(host, run.storages, params, launch)) {
+    if (auto missing = launch_of(store, host, run.storages, memory,
+                                 *file.impl_->kernels.at(callee), launch)) {
       result.unsupported =
           fmt::format("the launch of {} at {}: {}", callee, host.loc.str(), *missing);
       return result;
@@ -238,7 +265,8 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
       return result;
     }
     for (const auto &[name, ref] : host.buffers)
-      memory.write(ref, lifted.buffers.at(name));
+      if (auto written = lifted.buffers.find(name); written != lifted.buffers.end())
+        memory.write(ref, written->second); // an integer tensor is read only
   }
   for (const HostTensorView &view : run.returned) {
     const HostStorage &storage = run.storages[view.storage];

@@ -1139,6 +1139,13 @@ private:
     if (!t.contiguous)
       not_followed(call, "data pointer of a strided tensor");
     clang::QualType element = call->getType()->getPointeeType().getCanonicalType();
+    if (t.dtype == ir::DType::Other && // uint8, int8 (masks); other dtypes not modelled
+        !element->isVoidType() &&
+        (!element->isIntegerType() ||
+         context_->getTypeSizeInChars(element).getQuantity() != 1))
+      not_followed(call, fmt::format("data pointer of a tensor of a dtype shardproof "
+                                     "does not model, as '{}'",
+                                     element.getAsString()));
     if (!element->isVoidType()) {
       bool real = element->isRealFloatingType();
       std::int64_t bytes = context_->getTypeSizeInChars(element).getQuantity();

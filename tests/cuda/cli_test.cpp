@@ -945,25 +945,34 @@ TEST(CudaBindingsCli, AKernelLaunchThatDropsAPartialBlockOnARanksRowsIsRefuted) 
       << buggy.out;
 }
 
-TEST(CudaBindingsCli, MegatronsFusedCausalSoftmaxIsLiftedFromAPythonCall) {
-  // The real extension's host code (its batches-per-block check, the
-  // dispatch over sizes, a scale converted to c10::Half and back) and its
-  // warp-shuffle kernel, from the tree's own sources.
+TEST(CudaBindingsCli, MegatronsFusedSoftmaxesAreLiftedFromAPythonCall) {
+  // The real extensions' host code (their batches-per-block checks, the
+  // dispatch over sizes, a scale converted to c10::Half and back, a boolean
+  // mask read as its values) and their warp-shuffle kernels, from the
+  // tree's own sources.
   const char *sources = std::getenv("MEGATRON_FUSED_KERNELS");
   if (!sources)
     GTEST_SKIP() << "set MEGATRON_FUSED_KERNELS to a Megatron-LM tree's "
                     "megatron/fused_kernels to run this";
   const std::string model = std::string(SHARDPROOF_SOURCE_DIR) +
-                            "/tests/cuda/upstream/megatron_causal_softmax.py";
-  auto heads = run_cli({"check", model + "::heads"});
-  EXPECT_EQ(heads.exit_code, 0) << heads.out << heads.err;
-  EXPECT_TRUE(has(heads.out, ": proved (2 obligations: 2 proved")) << heads.out;
+                            "/tests/cuda/upstream/megatron_fused_softmax.py";
+  for (const char *entry : {"::heads", "::masked_heads"}) {
+    auto proved = run_cli({"check", model + entry});
+    EXPECT_EQ(proved.exit_code, 0) << entry << proved.out << proved.err;
+    EXPECT_TRUE(has(proved.out, ": proved (2 obligations: 2 proved")) << proved.out;
+  }
   auto wrong = run_cli({"check", model + "::heads_with_wrong_scale"});
   EXPECT_EQ(wrong.exit_code, 1) << wrong.out << wrong.err;
   // softmax([0, 0.5]) at world 1, softmax([0, 0.25]) on the ranks.
   EXPECT_TRUE(has(wrong.out, "  Reference (world 1): out[0,1,0] = 0.377541\n"
                              "  Rank 0: out[0,1,0] = 0.437823  (should be 0.377541)\n"))
       << wrong.out;
+  // Row 0 of a causal mask keeps one score: 1 at world 1, 1/32 unmasked.
+  auto unmasked = run_cli({"check", model + "::masked_heads_without_mask"});
+  EXPECT_EQ(unmasked.exit_code, 1) << unmasked.out << unmasked.err;
+  EXPECT_TRUE(has(unmasked.out, "  Reference (world 1): out[0,0,0,0] = 1\n"
+                                "  Rank 0: out[0,0,0,0] = 0.03125  (should be 1)\n"))
+      << unmasked.out;
 }
 
 TEST(CudaBindingsCli, ApexFusedLayerNormIsLiftedFromAPythonCall) {

@@ -158,6 +158,26 @@ TEST(CudaExtension, OutputReferencesOptionalTensorsAndSizeListsAreFollowed) {
                                  source("extension_host/tensor_ops.cu") + ":91:3)");
 }
 
+TEST(CudaExtension, AnIntegerMaskIsReadAsItsKnownValues) {
+  terms::TermStore store;
+  frontend::ExtensionTensor mask = constants(store, {3}, {0, 1, 0});
+  mask.dtype = ir::DType::Other; // uint8
+  auto result =
+      tensor_ops().call(store, "masked_zero", {constants(store, {3}, {1, 2, 3}), mask});
+  ASSERT_FALSE(result.unsupported) << *result.unsupported;
+  EXPECT_EQ(values(store, result.returned.at(0).elements),
+            (std::vector<double>{1, 0, 3}));
+  mask.elements[1] = store.var("m", terms::VarKind::Reference);
+  auto symbolic =
+      tensor_ops().call(store, "masked_zero", {constants(store, {3}, {1, 2, 3}), mask});
+  ASSERT_TRUE(symbolic.unsupported);
+  EXPECT_NE(
+      symbolic.unsupported->find("the integer tensor 'mask' has values that are not "
+                                 "known integers (its element 1 is symbolic)"),
+      std::string::npos)
+      << *symbolic.unsupported;
+}
+
 TEST(CudaExtension, AVectorOfTensorsIsReturnedAsASequence) {
   terms::TermStore store;
   auto result =

@@ -124,6 +124,21 @@ torch::Tensor through_a_class(torch::Tensor x) {
   return x;
 }
 
+__global__ void zero_masked(float *out, const float *x, const uint8_t *mask, int n) {
+  int i = threadIdx.x;
+  if (i < n)
+    out[i] = mask[i] ? 0.f : x[i];
+}
+
+// A uint8 mask, as Megatron's masked softmax takes it: through a void*.
+torch::Tensor masked_zero(torch::Tensor x, torch::Tensor mask) {
+  auto out = torch::empty_like(x);
+  void *mask_ptr = mask.data_ptr();
+  zero_masked<<<1, 32>>>(out.data_ptr<float>(), x.data_ptr<float>(),
+                         reinterpret_cast<const uint8_t *>(mask_ptr), x.numel());
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scale", &scale);
   m.def("sums", &sums);
@@ -133,4 +148,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scale_half", &scale_half);
   m.def("row_stats", &row_stats);
   m.def("through_a_class", &through_a_class);
+  m.def("masked_zero", &masked_zero);
 }
