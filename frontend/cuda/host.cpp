@@ -170,20 +170,20 @@ public:
                                  const std::vector<HostArgument> &args) {
     ExtensionHostRun out;
     enter_function(fn);
+    if (args.size() != fn.getNumParams()) { // pybind11 refuses the call (TypeError)
+      out.run = {HostRun::End::NotModelled,
+                 {},
+                 loc(&fn),
+                 fmt::format("{} takes {} arguments, given {} (defaults and keyword "
+                             "arguments are not modelled)",
+                             fn.getQualifiedNameAsString(), fn.getNumParams(),
+                             args.size())};
+      return out;
+    }
     Frame frame;
-    for (unsigned k = 0; k < fn.getNumParams(); ++k) {
-      if (k >= args.size()) {
-        out.run = {HostRun::End::NotModelled,
-                   {},
-                   loc(fn.getParamDecl(k)),
-                   fmt::format("{} takes {} arguments, given {}",
-                               fn.getQualifiedNameAsString(), fn.getNumParams(),
-                               args.size())};
-        return out;
-      }
+    for (unsigned k = 0; k < fn.getNumParams(); ++k)
       frame[fn.getParamDecl(k)] =
           argument_value(static_cast<int>(k), args[k], fn.getParamDecl(k)->getType());
-    }
     auto [run, returned] = execute(fn, std::move(frame));
     out.run = std::move(run);
     out.storages = storages_;

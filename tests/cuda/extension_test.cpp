@@ -222,6 +222,12 @@ TEST(CudaExtension, WhatTheHostCodeDoesThatIsNotModelledStopsTheCall) {
             "the host code's call of 'copy_out' with a tensor or its memory (defined in "
             "none of the sources) at " +
                 source("extension_host/tensor_ops.cu") + ":67:3 is not followed");
+  auto extra = bias_relu().call(
+      store, "forward",
+      {constants(store, {1}, {1}), constants(store, {1}, {1}), std::int64_t{3}});
+  ASSERT_TRUE(extra.unsupported);
+  EXPECT_EQ(*extra.unsupported, "forward takes 2 arguments, given 3 (defaults and "
+                                "keyword arguments are not modelled)");
   auto kept =
       tensor_ops().call(store, "through_a_class", {constants(store, {2}, {1, 2})});
   ASSERT_TRUE(kept.unsupported);
