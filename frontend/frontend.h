@@ -79,6 +79,7 @@ struct ExtensionCallResult {
   // its tensor argument itself), or -1 for a new tensor.
   std::vector<int> returned_arguments;
   bool returns_none = false, returns_sequence = false;
+  bool returns_tuple = false; // the sequence is a std::tuple: a Python tuple
   // What a function that returns a number returned (an int, a float or a
   // bool; Megatron's get_batch_per_block).
   std::optional<ExtensionValue> returned_number;

@@ -147,12 +147,12 @@ using HostArgument = std::variant<std::monostate, HostTensor, std::int64_t, doub
 // host code allocated (torch::empty: any values; zeros: 0), or the copy
 // .contiguous() made of a strided argument.
 struct HostStorage {
-  enum class Init : std::uint8_t { Argument, Empty, Zeros, CopyOfArgument };
+  enum class Init : std::uint8_t { Argument, Empty, Zeros, Ones, CopyOfArgument };
   Init init = Init::Empty;
   ir::DType dtype = ir::DType::Float32;
   std::int64_t numel = 0;
   int argument = -1;   // Argument, CopyOfArgument: the call's argument index
-  std::string made_by; // Empty, Zeros: the factory ("at::empty_like") and where
+  std::string made_by; // Empty, Zeros, Ones: the factory ("at::empty_like") and where
   ir::SourceLoc at;
 };
 // A tensor the host code returns: contiguous, at `offset` of its storage.
@@ -167,6 +167,7 @@ struct ExtensionHostRun {
   std::vector<HostStorage> storages;
   std::vector<HostTensorView> returned;
   bool returns_none = false, returns_sequence = false;
+  bool returns_tuple = false; // a std::tuple of tensors, not a std::vector
   std::optional<HostArgument> returned_number; // an int, float or bool returned
 };
 

@@ -121,7 +121,9 @@ public:
           s.init == HostStorage::Init::CopyOfArgument)
         cells = std::get<ExtensionTensor>(args[s.argument]).elements;
       else if (s.init == HostStorage::Init::Zeros)
-        cells.assign(s.numel, store.constant(0L));
+        cells.assign(s.numel, store.zero());
+      else if (s.init == HostStorage::Init::Ones)
+        cells.assign(s.numel, store.one());
       else // torch::empty: any value, as the Python stand-in's torch.empty
         for (std::int64_t i = 0; i < s.numel; ++i)
           cells.push_back(
@@ -301,6 +303,7 @@ ExtensionCallResult CudaExtension::call(terms::TermStore &store,
         *run.returned_number);
   result.returns_none = run.returns_none;
   result.returns_sequence = run.returns_sequence;
+  result.returns_tuple = run.returns_tuple;
   for (std::size_t k = 0; k < run.storages.size(); ++k) {
     const HostStorage &storage = run.storages[k];
     if (storage.init == HostStorage::Init::Argument &&

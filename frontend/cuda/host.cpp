@@ -197,6 +197,7 @@ public:
       out.returned_number = *number;
     } else if (returned.kind == HostValue::Kind::List) {
       out.returns_sequence = true;
+      out.returns_tuple = returned.i == 1;
       for (const HostValue &item : returned.items)
         out.returned.push_back(view_of(item, fn.getBody()));
     } else {
@@ -560,6 +561,12 @@ private:
             *format, v.kind == HostValue::Kind::Int ? double(v.i) : v.real, construct);
       return HostValue{};
     }
+    if (record->getName() == "tuple" && definitions_) { // std::tuple<at::Tensor, ...>
+      HostValue tuple =
+          list_of(llvm::ArrayRef(construct->getArgs(), construct->getNumArgs()));
+      tuple.i = 1;
+      return tuple;
+    }
     if (record->getName() == "optional") {
       // std::optional<at::Tensor>: the tensor, or nothing (nullopt, {}).
       HostValue v =
@@ -785,7 +792,7 @@ private:
     return v;
   }
 
-  HostValue list_of(llvm::ArrayRef<clang::Expr *> elements) {
+  HostValue list_of(llvm::ArrayRef<const clang::Expr *> elements) {
     HostValue list{HostValue::Kind::List};
     for (const clang::Expr *element : elements)
       list.items.push_back(eval(element));
@@ -808,6 +815,12 @@ private:
       if (definitions_) // it may be a launcher
         not_followed(call, "call through a function pointer");
       return HostValue{};
+    }
+    if (std::string name = callee->getQualifiedNameAsString();
+        definitions_ && (name == "std::make_tuple" || name == "std::forward_as_tuple")) {
+      HostValue tuple = list_of(llvm::ArrayRef(call->getArgs(), call->getNumArgs()));
+      tuple.i = 1; // a std::tuple
+      return tuple;
     }
     const clang::FunctionDecl *body = definition_of(*callee);
     if (!body) {
@@ -1258,23 +1271,23 @@ private:
       return HostValue::integer(numel(tensor_arg(0)));
     if (name == "at::device_of") // for a device guard: every tensor is on the one GPU
       return HostValue{};
-    bool zeros = name == "at::zeros_like" || name == "at::zeros";
-    if (name == "at::empty_like" || name == "at::zeros_like") {
+    HostStorage::Init init = HostStorage::Init::Empty;
+    if (name == "at::zeros_like" || name == "at::zeros")
+      init = HostStorage::Init::Zeros;
+    if (name == "at::ones_like" || name == "at::ones")
+      init = HostStorage::Init::Ones;
+    if (name == "at::empty_like" || name == "at::zeros_like" || name == "at::ones_like") {
       TensorState like = tensor_arg(0);
-      return new_storage_tensor(zeros ? HostStorage::Init::Zeros
-                                      : HostStorage::Init::Empty,
-                                options_dtype(1, like.dtype), like.sizes, call);
+      return new_storage_tensor(init, options_dtype(1, like.dtype), like.sizes, call);
     }
-    if (name == "at::empty" || name == "at::zeros") {
+    if (name == "at::empty" || name == "at::zeros" || name == "at::ones") {
       HostValue sizes = eval(call->getArg(0));
       ir::Shape shape;
       for (const HostValue &size : sizes.items)
         shape.push_back(integer(size, call->getArg(0)));
       if (sizes.kind != HostValue::Kind::List)
         not_followed(call, "sizes that are not a list of integers");
-      return new_storage_tensor(zeros ? HostStorage::Init::Zeros
-                                      : HostStorage::Init::Empty,
-                                options_dtype(1, std::nullopt), shape, call);
+      return new_storage_tensor(init, options_dtype(1, std::nullopt), shape, call);
     }
     return std::nullopt;
   }

@@ -1175,9 +1175,10 @@ PyObject *term_list(const std::vector<TermId> &terms) {
 }
 
 // extension_call(handle, function, args) -> ("rejected", message),
-// ("unsupported", why) or ("ok", returned, returns_none, returns_sequence,
-// written, returned_arguments, number): returned a list of (dtype, shape,
-// elements), written a dict of argument index -> elements,
+// ("unsupported", why) or ("ok", returned, returns_none, sequence, written,
+// returned_arguments, number): returned a list of (dtype, shape, elements),
+// sequence "list", "tuple" or "" (one tensor), written a dict of argument
+// index -> elements,
 // returned_arguments the argument each returned tensor is (-1: a new one),
 // number what a function returning an int, float or bool returned.
 PyObject *py_extension_call(PyObject *, PyObject *args) {
@@ -1250,9 +1251,11 @@ PyObject *py_extension_call(PyObject *, PyObject *args) {
   }
   if (number == Py_None)
     Py_INCREF(Py_None);
-  return Py_BuildValue("(sNNNNNN)", "ok", returned, PyBool_FromLong(result.returns_none),
-                       PyBool_FromLong(result.returns_sequence), written, arguments,
-                       number);
+  const char *sequence = result.returns_tuple      ? "tuple"
+                         : result.returns_sequence ? "list"
+                                                   : "";
+  return Py_BuildValue("(sNNsNNN)", "ok", returned, PyBool_FromLong(result.returns_none),
+                       sequence, written, arguments, number);
 }
 
 PyMethodDef module_methods[] = {

@@ -189,6 +189,16 @@ TEST(CudaExtension, AVectorOfTensorsIsReturnedAsASequence) {
   EXPECT_EQ(values(store, result.returned[1].elements), (std::vector<double>{5, 7, 9}));
 }
 
+TEST(CudaExtension, AStdTupleIsReturnedAsATupleAndOnesAreOnes) {
+  terms::TermStore store;
+  auto result = tensor_ops().call(store, "with_ones", {constants(store, {2}, {3, 4})});
+  ASSERT_FALSE(result.unsupported) << *result.unsupported;
+  EXPECT_TRUE(result.returns_sequence);
+  EXPECT_TRUE(result.returns_tuple);
+  ASSERT_EQ(result.returned.size(), 2u);
+  EXPECT_EQ(values(store, result.returned[0].elements), (std::vector<double>{4, 5}));
+}
+
 TEST(CudaExtension, AnArgumentTheKernelWritesIsWrittenAndReturnedAsItself) {
   terms::TermStore store;
   auto result = tensor_ops().call(

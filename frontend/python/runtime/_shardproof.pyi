@@ -128,8 +128,8 @@ def extension_call(handle: int, function: str, args: Sequence[ExtensionArgument]
     tensor argument is (dtype name, shape, elements row-major), a list of
     ints is sizes. Gives ("rejected", message) when the host code refuses
     the arguments (a RuntimeError in PyTorch), ("unsupported", why) when it
-    does what is not modelled, else ("ok", returned, returns_none,
-    returns_sequence, written, returned_arguments, number): returned a list
+    does what is not modelled, else ("ok", returned, returns_none, sequence
+    ("list", "tuple" or ""), written, returned_arguments, number): returned a list
     of (dtype, shape, elements), written {argument index: elements} for the
     tensor arguments the kernels wrote into, returned_arguments the argument
     each returned tensor is (-1: a new tensor), number what a function that

@@ -193,6 +193,7 @@ int64_t numel(const Tensor &);
 Tensor empty_like(const Tensor &, TensorOptions = {});
 Tensor zeros(IntArrayRef, TensorOptions = {});
 Tensor zeros_like(const Tensor &, TensorOptions = {});
+Tensor ones_like(const Tensor &, TensorOptions = {});
 } // namespace at
 
 namespace torch {
@@ -208,4 +209,5 @@ using at::empty_like;
 using at::Tensor;
 using at::zeros;
 using at::zeros_like;
+using at::ones_like;
 } // namespace torch

@@ -126,7 +126,7 @@ class _ExtensionFunction:
             raise RuntimeError(answer[1])
         if answer[0] == "unsupported":
             raise self._unsupported(answer[1])
-        _, returned, returns_none, returns_sequence, written, same, number = answer
+        _, returned, returns_none, sequence, written, same, number = answer
         op = f"{self.__module__}.{self.__name__}"
         inputs = tuple(arg for arg in args if isinstance(arg, _tensor.Tensor))
         with _autograd._no_grad():  # raw-pointer writes are invisible to autograd
@@ -141,7 +141,9 @@ class _ExtensionFunction:
             return number
         if returns_none:
             return None
-        return outputs if returns_sequence else outputs[0]
+        if sequence == "tuple":  # pybind11 gives a std::tuple as a tuple
+            return tuple(outputs)
+        return outputs if sequence else outputs[0]
 
     def __repr__(self):
         return f"<built-in method {self.__name__} of PyCapsule object>"
