@@ -811,6 +811,8 @@ private:
       return *element;
     if (auto tensor = tensor_access(call))
       return *tensor;
+    if (auto assigned = class_assignment(call))
+      return *assigned;
     if (!callee) {
       if (definitions_) // it may be a launcher
         not_followed(call, "call through a function pointer");
@@ -1230,6 +1232,19 @@ private:
     if (v.kind == HostValue::Kind::Nothing)
       throw Rejecting{loc(call), "bad optional access (it holds no tensor)"};
     return std::nullopt;
+  }
+
+  // `t = u` of a class type (at::Tensor, its options) in an extension
+  // call: the local variable t now holds u; nullopt for another operator.
+  std::optional<HostValue> class_assignment(const clang::CallExpr *call) {
+    const auto *op = llvm::dyn_cast<clang::CXXOperatorCallExpr>(call);
+    if (!op || !definitions_ || op->getOperator() != clang::OO_Equal ||
+        op->getNumArgs() != 2)
+      return std::nullopt;
+    HostValue value = eval(op->getArg(1));
+    HostValue &target = variable(op->getArg(0));
+    target = value;
+    return target;
   }
 
   // IntArrayRef's or a vector's operator[].

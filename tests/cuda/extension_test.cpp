@@ -199,6 +199,15 @@ TEST(CudaExtension, AStdTupleIsReturnedAsATupleAndOnesAreOnes) {
   EXPECT_EQ(values(store, result.returned[0].elements), (std::vector<double>{4, 5}));
 }
 
+TEST(CudaExtension, ATensorVariableAssignedAnotherTensorHoldsIt) {
+  terms::TermStore store;
+  auto result = tensor_ops().call(store, "reassigned", {constants(store, {2}, {3, 4})});
+  ASSERT_FALSE(result.unsupported) << *result.unsupported;
+  EXPECT_EQ(result.returned_arguments, (std::vector<int>{-1})); // not x
+  EXPECT_EQ(values(store, result.returned.at(0).elements), (std::vector<double>{3, 4}));
+  EXPECT_TRUE(result.written.empty()); // x itself is untouched
+}
+
 TEST(CudaExtension, AnArgumentTheKernelWritesIsWrittenAndReturnedAsItself) {
   terms::TermStore store;
   auto result = tensor_ops().call(

@@ -147,6 +147,14 @@ std::tuple<torch::Tensor, torch::Tensor> with_ones(torch::Tensor x) {
   return std::make_tuple(ones, sum);
 }
 
+// A tensor variable assigned another tensor: the launch writes the new one.
+torch::Tensor reassigned(torch::Tensor x) {
+  torch::Tensor out = x;
+  out = torch::zeros_like(x);
+  add_into<<<1, 32>>>(out.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scale", &scale);
   m.def("sums", &sums);
@@ -158,4 +166,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("through_a_class", &through_a_class);
   m.def("masked_zero", &masked_zero);
   m.def("with_ones", &with_ones);
+  m.def("reassigned", &reassigned);
 }
