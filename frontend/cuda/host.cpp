@@ -931,10 +931,8 @@ private:
 
   HostValue argument_value(int index, const HostArgument &arg, clang::QualType type) {
     if (const auto *tensor = std::get_if<HostTensor>(&arg)) {
-      std::int64_t numel = 1;
-      for (std::int64_t size : tensor->shape)
-        numel *= size;
-      storages_.push_back({HostStorage::Init::Argument, tensor->dtype, numel, index});
+      storages_.push_back(
+          {HostStorage::Init::Argument, tensor->dtype, elements(tensor->shape), index});
       return new_tensor({static_cast<int>(storages_.size()) - 1, tensor->dtype,
                          tensor->shape, 0, tensor->contiguous, index});
     }
@@ -973,10 +971,7 @@ private:
 
   HostValue new_storage_tensor(HostStorage::Init init, ir::DType dtype,
                                const ir::Shape &sizes, const clang::CallExpr *made_by) {
-    std::int64_t numel = 1;
-    for (std::int64_t size : sizes)
-      numel *= size;
-    storages_.push_back({init, dtype, numel, -1,
+    storages_.push_back({init, dtype, elements(sizes), -1,
                          made_by->getDirectCallee()->getQualifiedNameAsString(),
                          loc(made_by)});
     return new_tensor({static_cast<int>(storages_.size()) - 1, dtype, sizes});
@@ -991,12 +986,13 @@ private:
     return {t.storage, t.sizes, t.offset};
   }
 
-  static std::int64_t numel(const TensorState &t) {
+  static std::int64_t elements(const ir::Shape &shape) {
     std::int64_t n = 1;
-    for (std::int64_t size : t.sizes)
+    for (std::int64_t size : shape)
       n *= size;
     return n;
   }
+  static std::int64_t numel(const TensorState &t) { return elements(t.sizes); }
 
   static HostValue int_list(const std::vector<std::int64_t> &values) {
     HostValue list{HostValue::Kind::List};
