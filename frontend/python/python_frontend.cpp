@@ -98,6 +98,30 @@ bool learn(Known &known, const typename Known::key_type &key,
   return true;
 }
 
+// What a call's linked result makes known: every element, when all link to
+// constants (or the call was known before: it must link the same again); of
+// a point-to-point message, each element that links to a constant, the
+// others left the receiver's own placeholders (a receiver reads a header of
+// sizes from a buffer whose tail the sender never wrote).
+std::optional<std::vector<terms::TermId>>
+known_result(const terms::TermStore &store, const ir::Collective &call,
+             const std::vector<terms::TermId> &linked, bool known_before) {
+  auto constant = [&](terms::TermId t) { return store.is_const(t); };
+  if (call.kind != ir::CollectiveKind::SendRecv) {
+    if (known_before || std::all_of(linked.begin(), linked.end(), constant))
+      return linked;
+    return std::nullopt;
+  }
+  std::vector<terms::TermId> values = call.outputs;
+  bool any = known_before;
+  for (std::size_t i = 0; i < linked.size(); ++i)
+    if (constant(linked[i])) {
+      values[i] = linked[i];
+      any = true;
+    }
+  return any ? std::optional(values) : std::nullopt;
+}
+
 // Links the ranks' partial traces of one pass and records, in `known`, the
 // collective results that link to constants and, on a path, the values at its
 // witness of the others.
@@ -112,20 +136,27 @@ void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
   const terms::KnownPlaceholderValues none;
   for (std::size_t r = 0; r < ranks.size(); ++r)
     for (const ir::Collective &call : ranks[r].collectives) {
-      // Known results are keyed by group and sequence, which a group's
-      // collectives share with the point-to-point messages between the same
-      // ranks: messages are never run with known results.
-      if (call.kind == ir::CollectiveKind::SendRecv)
+      if (call.outputs.empty()) // a send, or a rank the result does not reach
         continue;
       std::vector<terms::TermId> linked =
           program.linked(static_cast<int>(r), call.outputs);
-      auto key = std::make_pair(call.group, call.sequence);
-      if (known[r].constants.contains(key) ||
-          std::all_of(linked.begin(), linked.end(),
-                      [&](terms::TermId t) { return store.is_const(t); })) {
-        if (learn(known[r].constants, key, linked, std::equal_to<>(), learned))
+      auto key = ir::known_collective_key(call.group, call.sequence,
+                                          call.kind == ir::CollectiveKind::SendRecv);
+      auto constants =
+          known_result(store, call, linked, known[r].constants.contains(key));
+      // A message's unknown elements are each pass's own placeholders.
+      auto same = [&](const std::vector<terms::TermId> &a,
+                      const std::vector<terms::TermId> &b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                          [&](terms::TermId x, terms::TermId y) {
+                            return x == y || (!store.is_const(x) && !store.is_const(y));
+                          });
+      };
+      if (constants) {
+        if (learn(known[r].constants, key, *constants, same, learned))
           learned.changed_constant = call;
-        continue;
+        if (*constants == linked)
+          continue;
       }
       auto values = witness
                         ? terms::values_at_witness(store, linked, *witness, names, none)

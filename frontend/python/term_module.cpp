@@ -973,10 +973,10 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
 
 PyObject *py_known_collective(PyObject *, PyObject *args) {
   PyObject *group;
-  int sequence;
-  if (!PyArg_ParseTuple(args, "Oi", &group, &sequence))
+  int sequence, message = 0;
+  if (!PyArg_ParseTuple(args, "Oi|p", &group, &sequence, &message))
     return nullptr;
-  auto key = std::make_pair(int_list<int>(group), sequence);
+  auto key = ir::known_collective_key(int_list<int>(group), sequence, message != 0);
   if (PyErr_Occurred())
     return nullptr;
   const ir::KnownCollectives *known = g_context->known_collectives;

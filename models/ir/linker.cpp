@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -145,9 +146,29 @@ namespace {
 // Members of a group must carry the same dtype and shape; an all-to-all with
 // uneven splits sends a different number of rows from each member, so only
 // its rows' shape must agree.
+// A shape without its dimensions of size 1: two shapes that agree on it
+// hold the same elements in the same row-major order.
+ir::Shape squeezed(const ir::Shape &shape) {
+  ir::Shape kept;
+  std::copy_if(shape.begin(), shape.end(), std::back_inserter(kept),
+               [](std::int64_t d) { return d != 1; });
+  return kept;
+}
+
+// Collectives that combine or copy their buffers element by element, in flat
+// order, whatever shape each rank views them in (a scalar and a [1] tensor
+// all-reduce as one element: NCCL sees counts, not shapes).
+bool elementwise(ir::CollectiveKind kind) {
+  using K = ir::CollectiveKind;
+  return kind == K::AllReduce || kind == K::Broadcast || kind == K::Reduce ||
+         kind == K::SendRecv;
+}
+
 bool same_payload(const ir::Collective &a, const ir::Collective &b) {
   if (a.dtype != b.dtype)
     return false;
+  if (elementwise(a.kind) && a.kind == b.kind)
+    return squeezed(a.input_shape) == squeezed(b.input_shape);
   // Only a scatter's root sends: the members agree on what each receives.
   if (a.kind == ir::CollectiveKind::Scatter)
     return a.output_shape == b.output_shape;

@@ -110,6 +110,13 @@ std::optional<ReduceOp> reduce_op_from_name(std::string_view name) {
   return value_of(kReduceOps, name);
 }
 
+KnownCollectiveKey known_collective_key(std::vector<int> group, int sequence,
+                                        bool message) {
+  if (message)
+    group.insert(group.begin(), -1);
+  return {std::move(group), sequence};
+}
+
 NodeId Trace::add_node(Node node) {
   node.id = static_cast<NodeId>(nodes.size());
   nodes.push_back(std::move(node));

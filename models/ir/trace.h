@@ -110,7 +110,14 @@ struct Collective {
 // Results of a rank's collectives, by (group, sequence), that an earlier
 // tracing pass linked to constants: a later pass runs with these values, so
 // code that turns them into Python numbers (split sizes, token counts) goes on.
-using KnownCollectives = std::map<std::pair<std::vector<int>, int>, std::vector<TermId>>;
+using KnownCollectiveKey = std::pair<std::vector<int>, int>;
+using KnownCollectives = std::map<KnownCollectiveKey, std::vector<TermId>>;
+
+// The key of a call's known result: its group and sequence. Point-to-point
+// messages are numbered per (sender, receiver), apart from the collectives of
+// a group of the same ranks, so their group is marked with a leading -1.
+KnownCollectiveKey known_collective_key(std::vector<int> group, int sequence,
+                                        bool message);
 
 enum class LeafRole { Parameter, Input };
 

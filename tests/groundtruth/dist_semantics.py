@@ -10,6 +10,8 @@ shows, and that tests/e2e/collectives_test.cpp relies on:
     elsewhere;
   - gloo rejects ReduceOp.AVG, a tensor list of the wrong length and the
     list all_to_all;
+  - all_reduce counts elements, not shapes: a 0-dim tensor on one rank and
+    [1] tensors on the others sum as one element;
   - point-to-point messages between a pair arrive in the order sent (also
     through batch_isend_irecv), and recv returns the sender. (A send to the
     sending rank itself is PyTorch 2's ValueError; Debian's 1.13 crashes.)
@@ -68,6 +70,13 @@ def _checks(rank, world):
         if dist.recv(got, rank - 1) != rank - 1 or not torch.equal(got, torch.full((2,), rank - 1.0)):
             failures.append("send/recv: the receive does not hold the message, or names "
                             "another sender")
+
+    # Buffers are counted in elements: a 0-dim tensor on rank 0 and [1]
+    # tensors elsewhere all-reduce as one element (DeepSpeed's clip_grad_norm_).
+    total = torch.tensor(2.0) if rank == 0 else torch.tensor([3.0])
+    dist.all_reduce(total)
+    if total.numel() != 1 or float(total.reshape(-1)[0]) != 2.0 + 3.0 * (world - 1):
+        failures.append("all_reduce of a 0-dim and [1] tensors is not their sum")
 
     for what, call in (("AVG", lambda: dist.all_reduce(torch.ones(2), op=dist.ReduceOp.AVG)),
                        ("short list", lambda: dist.all_gather([torch.empty(1)], torch.ones(1))),

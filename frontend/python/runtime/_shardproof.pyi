@@ -108,8 +108,11 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
     "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
     "gather", "scatter"), op the reduction ("sum", "avg", "max", ...), the
     n-th (sequence) call over `group`; outputs are its placeholders."""
-def known_collective(group: Sequence[int], sequence: int) -> Optional[list[Term]]:
-    """What an earlier pass linked that collective's result to, or None."""
+def known_collective(group: Sequence[int], sequence: int, message: bool = False
+                     ) -> Optional[list[Term]]:
+    """What an earlier pass linked that collective's result to, or None.
+    `message`: the n-th point-to-point message from group[0] to group[1],
+    whose known elements are constants or the receiver's own placeholders."""
 def extension_module(name: str, sources: Sequence[str], flags: Sequence[str]
                      ) -> Optional[tuple[list[tuple[str, str, str, list[str], list[str]]],
                                          Optional[str], Optional[int]]]:

@@ -20,6 +20,11 @@ _current_graph_task_id = _autograd.current_graph_task_id
 _will_engine_execute_node = _autograd.will_engine_execute_node
 
 
+def is_grad_enabled():  # torch.is_grad_enabled is this function in PyTorch
+    from . import is_grad_enabled as enabled
+    return enabled()
+
+
 def DisableTorchFunctionSubclass():  # noqa: N802 (torch's name)
     return contextlib.nullcontext()
 

@@ -302,6 +302,13 @@ class _TensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype
 
     def __call__(cls, *args, **kwargs):
+        kwargs.pop("device", None)  # every stand-in tensor is on the one device
+        if "data" in kwargs and not args:  # by keyword, even a Size is the values
+            data = kwargs.pop("data")
+            _tracing.no_kwargs(f"torch.{cls.__name__}", kwargs)
+            if isinstance(data, (list, tuple, np.ndarray)):
+                return tensor(list(data) if isinstance(data, Size) else data, dtype=cls.dtype)
+            _tracing.unmodelled(f"torch.{cls.__name__}(data=) of a {type(data).__name__}")
         _tracing.no_kwargs(f"torch.{cls.__name__}", kwargs)
         if not args:
             return empty(0, dtype=cls.dtype)

@@ -657,6 +657,12 @@ class Tensor(metaclass=_TensorType):
     def __repr__(self):
         return f"tensor(shape={list(self.shape)}, dtype={self.dtype})"
 
+    def __format__(self, spec):
+        """PyTorch's: a 0-dim tensor formats as its item()."""
+        if self._a.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
     def __bool__(self):
         if self._a.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one "

