@@ -25,6 +25,7 @@ makes N-way sequence parallelism, and the other axes (data parallelism, ...)
 hold replicas. The group is returned as the entry's
 `tensor_parallel_group`.
 """
+import contextlib
 import dataclasses
 import inspect
 import math
@@ -423,37 +424,51 @@ def _engine_step(engine, stage, dist):
 CLIPPING = 1.0  # the config's gradient_clipping of the recipes' `clip` option
 
 
+@contextlib.contextmanager
+def _clip_norms_recorded(norms):
+    """While inside: each norm deepspeed.runtime.engine's clip_grad_norm_
+    (ZeRO 0's clipping) returns, appended to `norms` (the engine discards
+    it)."""
+    import deepspeed.runtime.engine as engine_module
+    clip = engine_module.clip_grad_norm_
+
+    def recording(*args, **kwargs):
+        norms.append(clip(*args, **kwargs))
+        return norms[-1]
+    engine_module.clip_grad_norm_ = recording
+    try:
+        yield
+    finally:
+        engine_module.clip_grad_norm_ = clip
+
+
+def _clipping_norm(engine, norms):
+    """The norm the engine's step clipped by: the last one clip_grad_norm_
+    returned (`norms`), else the ZeRO optimizer's _global_grad_norm: a
+    tensor, or a symbolic Python float (the unfused FP16/BF16 optimizer's
+    get_global_norm: math.sqrt of the groups' squares); the initial 0. is no
+    norm."""
+    if norms:
+        return norms[-1]
+    norm = getattr(engine.optimizer, "_global_grad_norm", None)
+    if not isinstance(norm, (torch.Tensor, _sp.Term)):
+        raise RecipeError("the engine's step computed no gradient norm to clip by")
+    return norm
+
+
 def _engine_norm_and_step(engine):
     """The entry's (grad_norm, step) for an engine configured with gradient
     clipping: engine.step(), which computes the global gradient norm,
     clips by it and steps (ZeRO inside its optimizer's step, ZeRO 0 by
     deepspeed.runtime.utils.clip_grad_norm_ in _take_model_step). The norm
-    is what the engine clipped by: the ZeRO optimizer's _global_grad_norm,
-    or the value clip_grad_norm_ returned, which ZeRO 0's engine discards.
-    The step itself has then run; `step` has nothing left to do and the
-    updated parameters are checked."""
-    import deepspeed.runtime.engine as engine_module
-    clip = engine_module.clip_grad_norm_
-    clipped = []
-
+    is the one it clipped by (_clipping_norm). The step itself has then
+    run; `step` has nothing left to do and the updated parameters are
+    checked."""
     def grad_norm():
-        def recording(*args, **kwargs):
-            clipped.append(clip(*args, **kwargs))
-            return clipped[-1]
-        engine_module.clip_grad_norm_ = recording
-        try:
+        norms = []
+        with _clip_norms_recorded(norms):
             engine.step()
-        finally:
-            engine_module.clip_grad_norm_ = clip
-        if clipped:
-            return clipped[-1]
-        # A tensor (ZeRO), or a symbolic Python float (the unfused FP16/BF16
-        # optimizer's get_global_norm: math.sqrt of the groups' squares);
-        # the initial 0. is no norm.
-        norm = getattr(engine.optimizer, "_global_grad_norm", None)
-        if not isinstance(norm, (torch.Tensor, _sp.Term)):
-            raise RecipeError("the engine's step computed no gradient norm to clip by")
-        return norm
+        return _clipping_norm(engine, norms)
 
     return grad_norm, lambda: None
 
@@ -632,6 +647,113 @@ def _experts_to_pick_from(layout, values):
     return layout.ep * values["local_experts"] >= values["topk"]
 
 
+# ---- Pipeline parallelism: deepspeed.pipe.PipelineModule under PipelineEngine ----
+
+PIPE_LAYERS = 4  # Linear(2, 2) layers, split evenly over the stages
+PIPE_MICRO_BATCHES = 2  # per data-parallel rank, of one sample each
+
+
+def _pipe_loss(out, labels):
+    """The loss of one micro-batch: the squared error against its labels."""
+    return ((out - labels) ** 2).sum()
+
+
+class PipelineTrainBatch(torch.nn.Module):
+    """One training step of a PipelineEngine: `engine.train_batch` over this
+    data-parallel rank's micro-batches of the global batch. The schedule's
+    optimizer step runs where the schedule puts it, after the gradients it
+    reduced are recorded (under ZeRO 1 the optimizer's partitions,
+    gathered), since the step zeroes them; `finalize_grads` puts them back
+    as `.grad` for the check, and the norm a clipping step clipped by is
+    `grad_norm`. Returns the loss train_batch returns: the mean over the
+    micro-batches and the data-parallel ranks, broadcast from the last
+    stage. It requires grad only so that the driver calls the entry's
+    backward, which has nothing left to do."""
+
+    def __init__(self, engine, micro_batches, stage, dist):
+        super().__init__()
+        self.engine, self.micro_batches = engine, micro_batches
+        self.gradients, self.norms = None, []
+        from deepspeed.runtime.pipe import schedule
+        instructions = dict(type(engine)._INSTRUCTION_MAP)
+        take_step = instructions[schedule.OptimizerStep]
+
+        def step_after_recording(engine, **kwargs):
+            if stage:
+                _gather_zero_gradients(engine.optimizer, dist)
+            self.gradients = {p: p.grad.clone() for p in engine.module.parameters()
+                              if p.grad is not None}
+            with _clip_norms_recorded(self.norms):
+                take_step(engine, **kwargs)
+        instructions[schedule.OptimizerStep] = step_after_recording
+        engine._INSTRUCTION_MAP = instructions
+
+    def forward(self, inputs, labels):
+        first = self.engine.grid.data_parallel_id * self.micro_batches
+        mine = list(zip(inputs.chunk(inputs.shape[0]), labels.chunk(labels.shape[0])))
+        loss = self.engine.train_batch(data_iter=iter(mine[first:first + self.micro_batches]))
+        return loss.clone().detach().requires_grad_()
+
+    def finalize_grads(self):
+        if self.gradients is None:
+            raise RecipeError("the pipeline schedule ran no optimizer step")
+        for p, gradient in self.gradients.items():
+            p.grad = gradient
+
+    def grad_norm(self):
+        return _clipping_norm(self.engine, self.norms)
+
+
+@options(stage=(0, 1), clip=(1, 0))
+def pipeline_engine():
+    """PIPE_LAYERS Linear(2, 2) layers in a deepspeed.pipe.PipelineModule of
+    `--pp` stages, `--dp` data-parallel replicas of each, trained one step
+    (SGD, fp32, ZeRO `stage` 0 or 1, DeepSpeed's default gradient clipping
+    at 1.0 unless clip=0) by PipelineEngine.train_batch over
+    PIPE_MICRO_BATCHES micro-batches of one sample per data-parallel rank:
+    the engine's own schedule (activations and gradients sent between
+    stages, their shapes first), its reduction of the gradients over the
+    data-parallel group, its gradient norm and its step. The reference is
+    the same module in one stage over every micro-batch. Checked: the loss
+    train_batch returns, every gradient after the schedule's reduction (a
+    micro-batch's loss scaled by 1 / micro-batches, the replicas averaged),
+    the norm the step clipped by, and every parameter after the step."""
+    stage, clip = option("stage"), option("clip")
+    deepspeed, dist = _deepspeed()
+    try:
+        from deepspeed.pipe import LayerSpec, PipelineModule
+    except ImportError as missing:
+        raise ComponentAbsent(f"this DeepSpeed tree has no deepspeed.pipe ({missing})") from None
+    _engine_prerequisites()
+    world, pp = torch.distributed.get_world_size(), parallel().pp
+    if world % pp:
+        raise RecipeError(f"{pp} pipeline stages do not divide a world of {world}")
+    samples = PIPE_MICRO_BATCHES * asked().dp  # the global batch
+    micro_batches = samples // (world // pp)  # this rank's
+    module = PipelineModule(layers=[LayerSpec(torch.nn.Linear, 2, 2)
+                                    for _ in range(PIPE_LAYERS)],
+                            num_stages=pp, loss_fn=_pipe_loss, partition_method="uniform")
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "gradient_accumulation_steps": micro_batches,
+              "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
+                                    "allgather_bucket_size": 64},
+              "zero_allow_untested_optimizer": True,
+              "gradient_clipping": CLIPPING if clip else 0.0}
+    engine, _, _, _ = deepspeed.initialize(
+        model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
+    if hasattr(engine, "monitor"):
+        engine.monitor.enabled = False
+    step = PipelineTrainBatch(engine, micro_batches, stage, dist)
+    entry = {"model": step, "inputs": (torch.randn(samples, 2), torch.randn(samples, 2)),
+             "loss": lambda loss: loss, "backward": lambda loss: None,
+             "finalize_grads": step.finalize_grads,
+             # The schedule has stepped: the parameters are checked as updated.
+             "step": lambda: None}
+    if clip:
+        entry["grad_norm"] = step.grad_norm
+    return entry
+
+
 # ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
 # 2-way sequence parallelism, the layer also with 2-way data parallelism;
 # every option pairwise (shardproof_recipes.covering).
@@ -648,4 +770,7 @@ SCAN = [
     ("moe_engine", "tp=1,ep=2,stage=2"),
     # Clipping by the engine's gradient norm with experts spread over ranks.
     ("moe_engine", "tp=1,ep=2,clip=1"),
+    # The pipeline engine's schedule, reduction, norm and step: two stages,
+    # and two stages of two replicas.
+    *covering(pipeline_engine, ("tp=1,pp=2", "tp=1,pp=2,dp=2")),
 ]

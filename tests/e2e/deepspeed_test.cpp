@@ -66,3 +66,52 @@ TEST_P(DeepSpeedClippedMoeEngine, TheNormAndTheStepAreProvedWithDataParallelExpe
 
 INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedClippedMoeEngine,
                          ::testing::Values("stage=0", "stage=1", "stage=2"));
+
+namespace {
+// pipeline_engine at `layout` with `options`: its exit code, with each of
+// `lines` in the output.
+void expect_pipeline_engine(std::vector<std::string> layout,
+                            std::vector<std::string> options, int exit_code,
+                            const std::vector<std::string> &lines) {
+  if (!std::getenv("DEEPSPEED_ROOT"))
+    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  for (std::string &option : options)
+    layout.insert(layout.end(), {"--option", std::move(option)});
+  auto r = run_cli(deepspeed_check("pipeline_engine", layout));
+  EXPECT_EQ(r.exit_code, exit_code) << r.out << r.err;
+  for (const std::string &line : lines)
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+} // namespace
+
+class DeepSpeedPipelineEngine : public ::testing::TestWithParam<const char *> {};
+
+// Two stages: the engine's schedule sends each activation's shape first (an
+// int32 header the receiving stage turns into sizes), then the activations
+// and gradients; the reduced gradients and the stepped weights of both
+// stages are the single-stage engine's, at ZeRO 0 and 1.
+TEST_P(DeepSpeedPipelineEngine, TwoStagesAreProvedWithoutClipping) {
+  expect_pipeline_engine({"--tp", "1", "--pp", "2"}, {"clip=0", GetParam()}, 0,
+                         {"proved: gradient: 'engine.module.0.weight'",
+                          "proved: step: 'engine.module.3.weight'"});
+}
+
+INSTANTIATE_TEST_SUITE_P(DeepSpeed, DeepSpeedPipelineEngine,
+                         ::testing::Values("stage=0", "stage=1"));
+
+TEST(DeepSpeedPipelineEngine, DataParallelStagesAreProvedWithoutClipping) {
+  expect_pipeline_engine({"--tp", "1", "--pp", "2", "--dp", "2"}, {"clip=0"}, 0,
+                         {"proved: step: 'engine.module.3.weight'"});
+}
+
+// DeepSpeed's default gradient clipping (1.0) without ZeRO: clip_grad_norm_
+// counts the gradients of model-parallel rank 0 only, and a pipeline grid's
+// model-parallel group is its stages, so the norm leaves out every stage
+// but the first and every stage clips by it.
+TEST(DeepSpeedPipelineEngine, ClippingByTheFirstStagesNormIsRefuted) {
+  expect_pipeline_engine({"--tp", "1", "--pp", "2"}, {}, 1,
+                         {"deepspeed/runtime/utils.py:",
+                          "the gradient norm differs from the single-device reference "
+                          "[SP006]",
+                          "'engine.module.3.weight' after the optimizer step differs"});
+}
