@@ -106,6 +106,9 @@ BUGS = {
     "deepspeed-moe-clip-norm-averaged-zero0": dict(
         framework="deepspeed", builder="moe_engine_ep2_zero0_clip", world=2,
         parent="edaa7221267243c7be7fb49c5d5f5c4fb97b4641", fix=None),
+    "deepspeed-pipeline-clip-norm-first-stage": dict(
+        framework="deepspeed", builder="pipeline_engine_pp2_clip", world=2,
+        parent="edaa7221267243c7be7fb49c5d5f5c4fb97b4641", fix=None),
     "deepspeed-moe-expert-grad-scale-zero2": dict(
         framework="deepspeed", builder="moe_engine_ep2_zero2", world=2,
         parent="bf03f4835295bccc4765c9ae428c5d3e3ddb04fe",
@@ -1301,6 +1304,41 @@ def build_moe_engine_ep2_zero0_clip(world):
 def build_moe_engine_dp2_zero2(world):
     """moe_engine at tp=1,dp=2,stage=2: world 2, ep 1 (one expert, replicated)."""
     return _moe_engine(world, ep=1, stage=2)
+
+def build_pipeline_engine_pp2_clip(world):
+    """shardproof's pipeline_engine recipe at tp=1,pp=world (one replica;
+    at world 1 one stage), ZeRO 0, DeepSpeed's default gradient clipping
+    (1.0): the tree's PipelineModule of Linear(2, 2) layers trained one step
+    by PipelineEngine.train_batch over the recipe's micro-batches, with the
+    recipe's own PipelineTrainBatch (the gradients read before the
+    schedule's optimizer step, the norm that step clipped by), here under
+    real PyTorch. Every rank gets the whole batch (the first stage loads the
+    inputs, the last the labels); its output is the loss train_batch
+    returns."""
+    import torch
+    dist = _deepspeed_comm()
+    import deepspeed
+    from deepspeed.pipe import LayerSpec, PipelineModule
+    recipes = _deepspeed_recipes()
+    micro_batches = recipes.PIPE_MICRO_BATCHES
+    module = PipelineModule(layers=[LayerSpec(torch.nn.Linear, 2, 2)
+                                    for _ in range(recipes.PIPE_LAYERS)],
+                            num_stages=world, loss_fn=recipes._pipe_loss,
+                            partition_method="uniform")
+    config = {"train_micro_batch_size_per_gpu": 1,
+              "gradient_accumulation_steps": micro_batches,
+              "zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True,
+              "gradient_clipping": recipes.CLIPPING}
+    engine, _, _, _ = deepspeed.initialize(
+        model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
+    engine.monitor.enabled = False
+    step = recipes.PipelineTrainBatch(engine, micro_batches, 0, dist)
+    return dict(model=step, inputs=[("inputs", (micro_batches, 2), None),
+                                    ("labels", (micro_batches, 2), None)],
+                params={n: WHOLE for n, _ in step.named_parameters()}, outputs=[None],
+                loss=lambda loss: loss, backward=lambda loss: None,
+                finalize=step.finalize_grads, norm=step.grad_norm)
+
 
 BUILDERS = {name[len("build_"):]: fn for name, fn in list(globals().items())
             if name.startswith("build_")}
