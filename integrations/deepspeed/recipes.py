@@ -27,6 +27,7 @@ hold replicas. The group is returned as the entry's
 """
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import math
 import os
@@ -355,6 +356,19 @@ def _engine_prerequisites():
     _utils_op_as_torch()
 
 
+def _engine_with(component):
+    """(deepspeed, deepspeed.comm, the module `component`) with what
+    deepspeed.initialize needs around it; a tree without that module has no
+    such component."""
+    deepspeed, dist = _deepspeed()
+    try:
+        module = importlib.import_module(component)
+    except ImportError as missing:
+        raise ComponentAbsent(f"this DeepSpeed tree has no {component} ({missing})") from None
+    _engine_prerequisites()
+    return deepspeed, dist, module
+
+
 def _utils_op_as_torch():
     """Trees before mid-2023 JIT-compile DeepSpeed's `utils` C++ op for the
     engine's buckets; its flatten and unflatten are PyTorch's own
@@ -610,12 +624,7 @@ def moe_engine():
     reference's: the same MoE on one device over the whole batch."""
     stage, k, local = option("stage"), option("topk"), option("local_experts")
     clip, bf16 = option("clip"), option("bf16")
-    deepspeed, dist = _deepspeed()
-    try:
-        import deepspeed.moe.layer  # noqa: F401
-    except ImportError as missing:
-        raise ComponentAbsent(f"this DeepSpeed tree has no deepspeed.moe ({missing})") from None
-    _engine_prerequisites()
+    deepspeed, dist, _ = _engine_with("deepspeed.moe.layer")
     layout, world = parallel(), torch.distributed.get_world_size()
     moe, hidden = _moe_layer(asked().ep * local, layout.ep, k)
     model = MoEModel(moe)
@@ -661,6 +670,18 @@ PIPE_MICRO_BATCHES = 2  # per data-parallel rank, of one sample each
 def _pipe_loss(out, labels):
     """The loss of one micro-batch: the squared error against its labels."""
     return ((out - labels) ** 2).sum()
+
+
+def _pipe_layers(tied):
+    """PIPE_LAYERS Linear(2, 2) layers; with `tied` the first and the last
+    are one module without bias (TiedLayerSpec, as a tied embedding and
+    output layer: the first and last stages each hold a copy, whose weight
+    gradients the schedule all-reduces over the tied group)."""
+    from deepspeed.pipe import LayerSpec, TiedLayerSpec
+    layers = [LayerSpec(torch.nn.Linear, 2, 2) for _ in range(PIPE_LAYERS)]
+    if tied:
+        layers[0] = layers[-1] = TiedLayerSpec("tied", torch.nn.Linear, 2, 2, bias=False)
+    return layers
 
 
 class PipelineTrainBatch(torch.nn.Module):
@@ -709,9 +730,10 @@ class PipelineTrainBatch(torch.nn.Module):
         return _clipping_norm(self.engine, self.norms)
 
 
-@options(stage=(0, 1), clip=(1, 0))
+@options(stage=(0, 1), clip=(1, 0), tied=(0, 1))
 def pipeline_engine():
-    """PIPE_LAYERS Linear(2, 2) layers in a deepspeed.pipe.PipelineModule of
+    """PIPE_LAYERS Linear(2, 2) layers (with `tied`, the first and the last
+    one tied module: _pipe_layers) in a deepspeed.pipe.PipelineModule of
     `--pp` stages, `--dp` data-parallel replicas of each, trained one step
     (SGD, fp32, ZeRO `stage` 0 or 1, DeepSpeed's default gradient clipping
     at 1.0 unless clip=0) by PipelineEngine.train_batch over
@@ -723,21 +745,28 @@ def pipeline_engine():
     train_batch returns, every gradient after the schedule's reduction (a
     micro-batch's loss scaled by 1 / micro-batches, the replicas averaged),
     the norm the step clipped by, and every parameter after the step."""
+    return _pipeline_engine(option("tied"))
+
+
+@options(stage=(0, 1), clip=(1, 0))
+def pipeline_engine_without_tied_reduction():
+    """The twin: pipeline_engine with tied layers, its schedule's
+    ReduceTiedGrads instruction skipped, so the first and the last stage
+    each keep their own use's gradient of the tied weight: refuted (SP006
+    on tied_modules.tied.weight)."""
+    return _pipeline_engine(tied=True, tied_reduction=False)
+
+
+def _pipeline_engine(tied, tied_reduction=True):
     stage, clip = option("stage"), option("clip")
-    deepspeed, dist = _deepspeed()
-    try:
-        from deepspeed.pipe import LayerSpec, PipelineModule
-    except ImportError as missing:
-        raise ComponentAbsent(f"this DeepSpeed tree has no deepspeed.pipe ({missing})") from None
-    _engine_prerequisites()
+    deepspeed, dist, pipe = _engine_with("deepspeed.pipe")
     world, pp = torch.distributed.get_world_size(), parallel().pp
     if world % pp:
         raise RecipeError(f"{pp} pipeline stages do not divide a world of {world}")
     samples = PIPE_MICRO_BATCHES * asked().dp  # the global batch
     micro_batches = samples // (world // pp)  # this rank's
-    module = PipelineModule(layers=[LayerSpec(torch.nn.Linear, 2, 2)
-                                    for _ in range(PIPE_LAYERS)],
-                            num_stages=pp, loss_fn=_pipe_loss, partition_method="uniform")
+    module = pipe.PipelineModule(layers=_pipe_layers(tied), num_stages=pp,
+                            loss_fn=_pipe_loss, partition_method="uniform")
     config = {"train_micro_batch_size_per_gpu": 1,
               "gradient_accumulation_steps": micro_batches,
               "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
@@ -749,6 +778,9 @@ def pipeline_engine():
     if hasattr(engine, "monitor"):
         engine.monitor.enabled = False
     step = PipelineTrainBatch(engine, micro_batches, stage, dist)
+    if not tied_reduction:
+        from deepspeed.runtime.pipe import schedule
+        engine._INSTRUCTION_MAP[schedule.ReduceTiedGrads] = lambda engine: None
     entry = {"model": step, "inputs": (torch.randn(samples, 2), torch.randn(samples, 2)),
              "loss": lambda loss: loss, "backward": lambda loss: None,
              "finalize_grads": step.finalize_grads,

@@ -115,3 +115,19 @@ TEST(DeepSpeedPipelineEngine, ClippingByTheFirstStagesNormIsRefuted) {
                           "[SP006]",
                           "'engine.module.3.weight' after the optimizer step differs"});
 }
+
+// Tied first and last layers (TiedLayerSpec): each end stage holds a copy,
+// and the schedule's ReduceTiedGrads sums the two uses' gradients; its twin
+// without that instruction keeps one use's gradient on each stage.
+TEST(DeepSpeedPipelineEngine, TiedLayersAreProvedAndTheirUnreducedTwinRefuted) {
+  expect_pipeline_engine({"--tp", "1", "--pp", "2"}, {"clip=0", "tied=1"}, 0,
+                         {"proved: gradient: 'engine.module.tied_modules.tied.weight'"});
+  if (!std::getenv("DEEPSPEED_ROOT"))
+    return;
+  auto r = run_cli(deepspeed_check("pipeline_engine_without_tied_reduction",
+                                   {"--tp", "1", "--pp", "2", "--option", "clip=0"}));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("refuted: gradient: 'engine.module.tied_modules.tied.weight'"),
+            std::string::npos)
+      << r.out;
+}
