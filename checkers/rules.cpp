@@ -39,7 +39,11 @@ constexpr Rule kRules[] = {
      "silently mixes unrelated tensors on hardware. Point-to-point messages "
      "(send/recv between pipeline stages) are matched likewise, in order per "
      "pair of ranks: a send nobody receives, a receive nobody sends, or a "
-     "receive buffer of another shape. The report names both call sites."},
+     "receive buffer of another shape. All-reduce, broadcast, reduce and "
+     "messages combine buffers element by element, so their shapes agree when "
+     "they hold the same elements in the same order (a 0-dim tensor and a "
+     "one-element one do: NCCL and gloo count elements). The report names both "
+     "call sites."},
     {RuleCode::UnmatchedParameter, "SP004", "unmatched-parameter", Severity::Warning,
      "A rank's parameter has no counterpart in the single-device reference.",
      "Parameters are matched to the reference by qualified name; one whose shape "

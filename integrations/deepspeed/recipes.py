@@ -730,7 +730,7 @@ class PipelineTrainBatch(torch.nn.Module):
         return _clipping_norm(self.engine, self.norms)
 
 
-@options(stage=(0, 1), clip=(1, 0), tied=(0, 1))
+@options(stage=(0, 1), clip=(1, 0), tied=(0, 1), bf16=(0, 1))
 def pipeline_engine():
     """PIPE_LAYERS Linear(2, 2) layers (with `tied`, the first and the last
     one tied module: _pipe_layers) in a deepspeed.pipe.PipelineModule of
@@ -748,7 +748,7 @@ def pipeline_engine():
     return _pipeline_engine(option("tied"))
 
 
-@options(stage=(0, 1), clip=(1, 0))
+@options(stage=(0, 1), clip=(1, 0), bf16=(0, 1))
 def pipeline_engine_without_tied_reduction():
     """The twin: pipeline_engine with tied layers, its schedule's
     ReduceTiedGrads instruction skipped, so the first and the last stage
@@ -773,6 +773,9 @@ def _pipeline_engine(tied, tied_reduction=True):
                                     "allgather_bucket_size": 64},
               "zero_allow_untested_optimizer": True,
               "gradient_clipping": CLIPPING if clip else 0.0}
+    dtype = torch.float32
+    if option("bf16"):  # the engine's BF16_Optimizer: bf16 weights, fp32 master copies
+        config["bf16"], dtype = {"enabled": True}, torch.bfloat16
     engine, _, _, _ = deepspeed.initialize(
         model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
     if hasattr(engine, "monitor"):
@@ -781,7 +784,8 @@ def _pipeline_engine(tied, tied_reduction=True):
     if not tied_reduction:
         from deepspeed.runtime.pipe import schedule
         engine._INSTRUCTION_MAP[schedule.ReduceTiedGrads] = lambda engine: None
-    entry = {"model": step, "inputs": (torch.randn(samples, 2), torch.randn(samples, 2)),
+    entry = {"model": step, "inputs": (torch.randn(samples, 2, dtype=dtype),
+                                       torch.randn(samples, 2, dtype=dtype)),
              "loss": lambda loss: loss, "backward": lambda loss: None,
              "finalize_grads": step.finalize_grads,
              # The schedule has stepped: the parameters are checked as updated.

@@ -646,6 +646,12 @@ def set_default_dtype(d):
     _dtypes._default[0] = d
 
 
+def _foreach_zero_(tensors):
+    """Every tensor of the list zeroed in place (PyTorch's fused loop)."""
+    for t in tensors:
+        t.zero_()
+
+
 def is_grad_enabled():
     return _GradMode.enabled
 
