@@ -122,6 +122,22 @@ known_result(const terms::TermStore &store, const ir::Collective &call,
   return any ? std::optional(values) : std::nullopt;
 }
 
+// Whether a call's result is known as before: the same terms, except that a
+// message's unknown elements are each pass's own placeholders, alike when
+// both are unknown.
+struct SameKnown {
+  const terms::TermStore &store;
+  bool message;
+  bool operator()(const std::vector<terms::TermId> &a,
+                  const std::vector<terms::TermId> &b) const {
+    auto unknown = [&](terms::TermId t) { return !store.is_const(t); };
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [&](terms::TermId x, terms::TermId y) {
+                        return x == y || (message && unknown(x) && unknown(y));
+                      });
+  }
+};
+
 // Links the ranks' partial traces of one pass and records, in `known`, the
 // collective results that link to constants and, on a path, the values at its
 // witness of the others.
@@ -140,20 +156,13 @@ void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
         continue;
       std::vector<terms::TermId> linked =
           program.linked(static_cast<int>(r), call.outputs);
-      auto key = ir::known_collective_key(call.group, call.sequence,
-                                          call.kind == ir::CollectiveKind::SendRecv);
+      const bool message = call.kind == ir::CollectiveKind::SendRecv;
+      auto key = ir::known_collective_key(call.group, call.sequence, message);
       auto constants =
           known_result(store, call, linked, known[r].constants.contains(key));
-      // A message's unknown elements are each pass's own placeholders.
-      auto same = [&](const std::vector<terms::TermId> &a,
-                      const std::vector<terms::TermId> &b) {
-        return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                          [&](terms::TermId x, terms::TermId y) {
-                            return x == y || (!store.is_const(x) && !store.is_const(y));
-                          });
-      };
       if (constants) {
-        if (learn(known[r].constants, key, *constants, same, learned))
+        if (learn(known[r].constants, key, *constants, SameKnown{store, message},
+                  learned))
           learned.changed_constant = call;
         if (*constants == linked)
           continue;
