@@ -190,7 +190,10 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
                                    const std::optional<terms::Witness> &witness,
                                    std::optional<TraceFailure> &failure,
                                    RankTracer &trace_rank) {
-  constexpr int kMaxPasses = 8;
+  // A pipeline's stages learn their input's shape one after another (each
+  // sends its header once it has received the one before): as many passes
+  // as ranks, and two more to check.
+  const int max_passes = std::max(8, world + 2);
   std::vector<KnownResults> known(static_cast<std::size_t>(world));
   for (int pass = 1;; ++pass) {
     failure.reset();
@@ -208,13 +211,13 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
       return ranks; // every rank finished with the constants its results link to
     if (failure && !learned.fresh && !changed && !learned.changed_at_witness)
       return ranks; // a pass that learned nothing: its failure stands
-    if (pass == kMaxPasses) {
+    if (pass == max_passes) {
       if (changed)
         failure = TraceFailure{
             TraceFailure::Kind::Unsupported, changed->loc,
             fmt::format("collective #{} on group {} linked to other values each time "
                         "the ranks were traced again with its result known ({} passes)",
-                        changed->sequence, changed->group, kMaxPasses)};
+                        changed->sequence, changed->group, max_passes)};
       return ranks;
     }
   }

@@ -663,7 +663,7 @@ def _experts_to_pick_from(layout, values):
 
 # ---- Pipeline parallelism: deepspeed.pipe.PipelineModule under PipelineEngine ----
 
-PIPE_LAYERS = 4  # Linear(2, 2) layers, split evenly over the stages
+PIPE_LAYERS = 4  # Linear(2, 2) layers, split evenly over the stages (one each past 4)
 PIPE_MICRO_BATCHES = 2  # per data-parallel rank, of one sample each
 
 
@@ -673,12 +673,15 @@ def _pipe_loss(out, labels):
 
 
 def _pipe_layers(tied):
-    """PIPE_LAYERS Linear(2, 2) layers; with `tied` the first and the last
-    are one module without bias (TiedLayerSpec, as a tied embedding and
-    output layer: the first and last stages each hold a copy, whose weight
-    gradients the schedule all-reduces over the tied group)."""
+    """PIPE_LAYERS Linear(2, 2) layers, or one per stage of the asked
+    layout's pipeline if it has more stages (the reference, one stage, has
+    as many); with `tied` the first and the last are one module without
+    bias (TiedLayerSpec, as a tied embedding and output layer: the first and
+    last stages each hold a copy, whose weight gradients the schedule
+    all-reduces over the tied group)."""
     from deepspeed.pipe import LayerSpec, TiedLayerSpec
-    layers = [LayerSpec(torch.nn.Linear, 2, 2) for _ in range(PIPE_LAYERS)]
+    count = max(PIPE_LAYERS, asked().pp)
+    layers = [LayerSpec(torch.nn.Linear, 2, 2) for _ in range(count)]
     if tied:
         layers[0] = layers[-1] = TiedLayerSpec("tied", torch.nn.Linear, 2, 2, bias=False)
     return layers
@@ -732,8 +735,9 @@ class PipelineTrainBatch(torch.nn.Module):
 
 @options(stage=(0, 1), clip=(1, 0), tied=(0, 1), bf16=(0, 1))
 def pipeline_engine():
-    """PIPE_LAYERS Linear(2, 2) layers (with `tied`, the first and the last
-    one tied module: _pipe_layers) in a deepspeed.pipe.PipelineModule of
+    """PIPE_LAYERS Linear(2, 2) layers, one per stage past that (with `tied`,
+    the first and the last one tied module: _pipe_layers) in a
+    deepspeed.pipe.PipelineModule of
     `--pp` stages, `--dp` data-parallel replicas of each, trained one step
     (SGD, fp32, ZeRO `stage` 0 or 1, DeepSpeed's default gradient clipping
     at 1.0 unless clip=0) by PipelineEngine.train_batch over

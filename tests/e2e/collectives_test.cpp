@@ -153,3 +153,13 @@ TEST_P(Collectives, VerdictAndReasonAreAsPyTorchRunsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Harnesses, Collectives, ::testing::ValuesIn(cases()));
+
+// Every rank a stage that learns its input's shape from the rank before:
+// one tracing pass per rank, past the 8 passes other code is given.
+TEST(Collectives, AHeaderChainThroughTwelveRanksIsProved) {
+  auto r = run_cli(
+      {"check", "tests/e2e/collectives/point_to_point.py::shape_sent_first_every_rank",
+       "--world", "12"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(": proved ("), std::string::npos) << r.out;
+}

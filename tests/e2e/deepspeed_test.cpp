@@ -131,3 +131,9 @@ TEST(DeepSpeedPipelineEngine, TiedLayersAreProvedAndTheirUnreducedTwinRefuted) {
             std::string::npos)
       << r.out;
 }
+
+// Four stages, one layer each: the middle stages receive and send both ways.
+TEST(DeepSpeedPipelineEngine, FourStagesAreProvedWithoutClipping) {
+  expect_pipeline_engine({"--tp", "1", "--pp", "4"}, {"clip=0"}, 0,
+                         {"proved: step: 'engine.module.2.weight'"});
+}

@@ -2,6 +2,8 @@
 # every rank is a stage that applies its own step to what the stage before
 # sent, and the last stage's result is broadcast so that every rank returns
 # the whole model's output. Messages are matched in order, per pair of ranks.
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -152,3 +154,36 @@ def shape_sent_first_misread():
     """The receiver takes the header's ndim for the first size: a buffer of
     1 element for a message of 3."""
     return Pipeline(_header_send, _header_misread_recv), (torch.randn(3),)
+
+
+
+class HeaderChain(torch.nn.Module):
+    """As many stages as the checked world has ranks (SHARDPROOF_WORLD: the
+    single-device reference runs them all), one per rank: each receives its
+    input's shape and then its input from the rank before, applies its step
+    and sends both on; the last rank's result is broadcast. A rank learns
+    its header only once the rank before has received its own: one more
+    tracing pass per rank."""
+
+    def forward(self, x):
+        stages, world, rank = int(os.environ["SHARDPROOF_WORLD"]), \
+            dist.get_world_size(), dist.get_rank()
+        if world == 1:
+            for stage in range(stages):
+                x = _stage_step(x, stage)
+            return x
+        h = x
+        if rank > 0:
+            header = torch.empty(8, dtype=torch.int32)
+            dist.recv(header, rank - 1)
+            h = torch.empty(header[1:1 + header[0].item()].tolist())
+            dist.recv(h, rank - 1)
+        h = _stage_step(h, rank)
+        if rank + 1 < world:
+            _header_send(h, rank + 1)
+        dist.broadcast(h, src=world - 1)
+        return h
+
+
+def shape_sent_first_every_rank():
+    return HeaderChain(), (torch.randn(3),)
