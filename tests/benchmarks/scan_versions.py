@@ -291,7 +291,10 @@ def main():
             row["recipe_errors"].append(unmet)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-        save(options, rows)  # after each version: a long sweep keeps what it has
+        # After each version, with the kept rows still to come: a long sweep
+        # stopped here keeps what it has and what it was given.
+        done = {r["tag"] for r in rows}
+        save(options, rows + [kept[r] for r in refs if r in kept and r not in done])
     save(options, rows)  # also when every row was kept: the table from them
     print(table(options.framework, rows), end="")
     sys.exit(1 if any(r["recipe_errors"] for r in rows) else 0)
