@@ -109,6 +109,11 @@ BUGS = {
     "deepspeed-pipeline-clip-norm-first-stage": dict(
         framework="deepspeed", builder="pipeline_engine_pp2_clip", world=2,
         parent="edaa7221267243c7be7fb49c5d5f5c4fb97b4641", fix=None),
+    "deepspeed-pipeline-grad-accumulation-scaled-per-stage": dict(
+        framework="deepspeed", builder="pipeline_engine_pp2", world=2,
+        parent="75f395fd0ef95edede8983863f7a4f5024bdc19f",
+        fix="d99a6429eeddb33915b910a1586b52ef927cb44f",
+        before="51dc888423da455d56da8e2dd4b237e511d27a1b"),
     "deepspeed-moe-expert-grad-scale-zero2": dict(
         framework="deepspeed", builder="moe_engine_ep2_zero2", world=2,
         parent="bf03f4835295bccc4765c9ae428c5d3e3ddb04fe",
@@ -1305,16 +1310,16 @@ def build_moe_engine_dp2_zero2(world):
     """moe_engine at tp=1,dp=2,stage=2: world 2, ep 1 (one expert, replicated)."""
     return _moe_engine(world, ep=1, stage=2)
 
-def build_pipeline_engine_pp2_clip(world):
+def _pipeline_engine(world, clip):
     """shardproof's pipeline_engine recipe at tp=1,pp=world (one replica;
-    at world 1 one stage), ZeRO 0, DeepSpeed's default gradient clipping
-    (1.0): the tree's PipelineModule of Linear(2, 2) layers trained one step
-    by PipelineEngine.train_batch over the recipe's micro-batches, with the
-    recipe's own PipelineTrainBatch (the gradients read before the
-    schedule's optimizer step, the norm that step clipped by), here under
-    real PyTorch. Every rank gets the whole batch (the first stage loads the
-    inputs, the last the labels); its output is the loss train_batch
-    returns."""
+    at world 1 one stage), ZeRO 0, gradient clipping at the recipe's 1.0
+    (DeepSpeed's default) or off: the tree's PipelineModule of Linear(2, 2)
+    layers trained one step by PipelineEngine.train_batch over the recipe's
+    micro-batches, with the recipe's own PipelineTrainBatch (the gradients
+    read before the schedule's optimizer step, the norm that step clipped
+    by), here under real PyTorch. Every rank gets the whole batch (the
+    first stage loads the inputs, the last the labels); its output is the
+    loss train_batch returns."""
     import torch
     dist = _deepspeed_comm()
     import deepspeed
@@ -1328,7 +1333,7 @@ def build_pipeline_engine_pp2_clip(world):
     config = {"train_micro_batch_size_per_gpu": 1,
               "gradient_accumulation_steps": micro_batches,
               "zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True,
-              "gradient_clipping": recipes.CLIPPING}
+              "gradient_clipping": recipes.CLIPPING if clip else 0.0}
     engine, _, _, _ = deepspeed.initialize(
         model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
     engine.monitor.enabled = False
@@ -1337,7 +1342,17 @@ def build_pipeline_engine_pp2_clip(world):
                                     ("labels", (micro_batches, 2), None)],
                 params={n: WHOLE for n, _ in step.named_parameters()}, outputs=[None],
                 loss=lambda loss: loss, backward=lambda loss: None,
-                finalize=step.finalize_grads, norm=step.grad_norm)
+                finalize=step.finalize_grads, norm=step.grad_norm if clip else None)
+
+
+def build_pipeline_engine_pp2_clip(world):
+    """pipeline_engine at tp=1,pp=2 (DeepSpeed's default clipping): the norm."""
+    return _pipeline_engine(world, clip=True)
+
+
+def build_pipeline_engine_pp2(world):
+    """pipeline_engine at tp=1,pp=2,clip=0: the gradients, unclipped."""
+    return _pipeline_engine(world, clip=False)
 
 
 BUILDERS = {name[len("build_"):]: fn for name, fn in list(globals().items())
