@@ -776,7 +776,12 @@ def _pipeline_engine(tied, tied_reduction=True):
               "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
                                     "allgather_bucket_size": 64},
               "zero_allow_untested_optimizer": True,
-              "gradient_clipping": CLIPPING if clip else 0.0}
+              "gradient_clipping": CLIPPING if clip else 0.0,
+              # Logging only. From f74ea69ab (#6602) to 20f988ead (#7104),
+              # v0.16.0 among them, the default (None) makes train_batch
+              # raise TypeError (`global_steps % None`): a crash a user sees
+              # at once and works around so; the training step is checked.
+              "steps_per_print": 10 ** 9}
     dtype = torch.float32
     if option("bf16"):  # the engine's BF16_Optimizer: bf16 weights, fp32 master copies
         config["bf16"], dtype = {"enabled": True}, torch.bfloat16
