@@ -710,8 +710,12 @@ class PipelineTrainBatch(torch.nn.Module):
         def step_after_recording(engine, **kwargs):
             if stage:
                 _gather_zero_gradients(engine.optimizer, dist)
-            self.gradients = {p: p.grad.clone() for p in engine.module.parameters()
+            # The gradients as the backward made them are kept; the step
+            # (which may clip or zero them in place) works on copies.
+            self.gradients = {p: p.grad for p in engine.module.parameters()
                               if p.grad is not None}
+            for p, gradient in self.gradients.items():
+                p.grad = gradient.clone()
             with _clip_norms_recorded(self.norms):
                 take_step(engine, **kwargs)
         instructions[schedule.OptimizerStep] = step_after_recording
