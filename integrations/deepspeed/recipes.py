@@ -723,6 +723,8 @@ class PipelineTrainBatch(torch.nn.Module):
 
     def forward(self, inputs, labels):
         first = self.engine.grid.data_parallel_id * self.micro_batches
+        # Data, as a loader gives it (the harness's inputs require grad).
+        inputs, labels = inputs.detach(), labels.detach()
         mine = list(zip(inputs.chunk(inputs.shape[0]), labels.chunk(labels.shape[0])))
         loss = self.engine.train_batch(data_iter=iter(mine[first:first + self.micro_batches]))
         return loss.clone().detach().requires_grad_()
@@ -789,6 +791,9 @@ def _pipeline_engine(tied, tied_reduction=True):
     dtype = torch.float32
     if option("bf16"):  # the engine's BF16_Optimizer: bf16 weights, fp32 master copies
         config["bf16"], dtype = {"enabled": True}, torch.bfloat16
+    inputs = (torch.randn(samples, 2, dtype=dtype), torch.randn(samples, 2, dtype=dtype))
+    if world == 1 and not option("bf16"):
+        return _single_device_step(module, inputs, clip)
     engine, _, _, _ = deepspeed.initialize(
         model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
     if hasattr(engine, "monitor"):
@@ -797,14 +802,59 @@ def _pipeline_engine(tied, tied_reduction=True):
     if not tied_reduction:
         from deepspeed.runtime.pipe import schedule
         engine._INSTRUCTION_MAP[schedule.ReduceTiedGrads] = lambda engine: None
-    entry = {"model": step, "inputs": (torch.randn(samples, 2, dtype=dtype),
-                                       torch.randn(samples, 2, dtype=dtype)),
+    entry = {"model": step, "inputs": inputs,
              "loss": lambda loss: loss, "backward": lambda loss: None,
              "finalize_grads": step.finalize_grads,
              # The schedule has stepped: the parameters are checked as updated.
              "step": lambda: None}
     if clip:
         entry["grad_norm"] = step.grad_norm
+    return entry
+
+
+class _EngineNames(torch.nn.Module):
+    """Holds the module as `module`, so that its parameters are named as
+    under the engine (engine.module.N.weight)."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+
+class SingleDeviceTrainBatch(torch.nn.Module):
+    """The reference of pipeline_engine: the same layers on one device in
+    plain PyTorch, not the engine (the engine in one stage shares the
+    engine's bugs: from fc4e73370 on it did not scale the loss by the
+    micro-batch count, so one stage and many agreed on gradients
+    `micro-batches` times the mean's). The loss is the mean over the
+    micro-batches of their losses; the driver's backward; PyTorch's
+    clip_grad_norm_ (the global norm) where the engine clips; SGD."""
+
+    def __init__(self, module, clip):
+        super().__init__()
+        self.engine = _EngineNames(module)
+        self.clip = clip
+        self.optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+
+    def forward(self, inputs, labels):
+        # Data, as a loader gives it (the harness's inputs require grad).
+        n = inputs.shape[0]
+        losses = [_pipe_loss(self.engine.module(x), y)
+                  for x, y in zip(inputs.detach().chunk(n), labels.detach().chunk(n))]
+        return sum(losses) / n
+
+    def grad_norm(self):
+        return torch.nn.utils.clip_grad_norm_(self.engine.module.parameters(), CLIPPING)
+
+    def step(self):
+        self.optimizer.step()
+
+
+def _single_device_step(module, inputs, clip):
+    reference = SingleDeviceTrainBatch(module, clip)
+    entry = {"model": reference, "inputs": inputs, "step": reference.step}
+    if clip:
+        entry["grad_norm"] = reference.grad_norm
     return entry
 
 

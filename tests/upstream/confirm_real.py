@@ -112,8 +112,12 @@ BUGS = {
     "deepspeed-pipeline-grad-accumulation-scaled-per-stage": dict(
         framework="deepspeed", builder="pipeline_engine_pp2", world=2,
         parent="75f395fd0ef95edede8983863f7a4f5024bdc19f",
-        fix="d99a6429eeddb33915b910a1586b52ef927cb44f",
-        before="51dc888423da455d56da8e2dd4b237e511d27a1b"),
+        fix="d99a6429eeddb33915b910a1586b52ef927cb44f"),
+    "deepspeed-pipeline-loss-not-scaled-by-gas": dict(
+        framework="deepspeed", builder="pipeline_engine_dp2", world=2,
+        parent="51dc888423da455d56da8e2dd4b237e511d27a1b",
+        fix="53e91a098d0a0666ac8cb8025a5b36e5af172d08",
+        before="d702eb5f79bcfc8a7afa735b70762633cd5a56e9"),
     "deepspeed-moe-expert-grad-scale-zero2": dict(
         framework="deepspeed", builder="moe_engine_ep2_zero2", world=2,
         parent="bf03f4835295bccc4765c9ae428c5d3e3ddb04fe",
@@ -1310,36 +1314,46 @@ def build_moe_engine_dp2_zero2(world):
     """moe_engine at tp=1,dp=2,stage=2: world 2, ep 1 (one expert, replicated)."""
     return _moe_engine(world, ep=1, stage=2)
 
-def _pipeline_engine(world, clip):
-    """shardproof's pipeline_engine recipe at tp=1,pp=world (one replica;
-    at world 1 one stage), ZeRO 0, gradient clipping at the recipe's 1.0
-    (DeepSpeed's default) or off: the tree's PipelineModule of Linear(2, 2)
-    layers trained one step by PipelineEngine.train_batch over the recipe's
-    micro-batches, with the recipe's own PipelineTrainBatch (the gradients
-    read before the schedule's optimizer step, the norm that step clipped
-    by), here under real PyTorch. Every rank gets the whole batch (the
-    first stage loads the inputs, the last the labels); its output is the
-    loss train_batch returns."""
+def _pipeline_engine(world, clip, dp=1):
+    """shardproof's pipeline_engine recipe at tp=1, `dp` data-parallel
+    replicas of world // dp stages, ZeRO 0, gradient clipping at the
+    recipe's 1.0 (DeepSpeed's default) or off: the tree's PipelineModule of
+    Linear(2, 2) layers trained one step by PipelineEngine.train_batch over
+    the recipe's micro-batches per replica, with the recipe's own
+    PipelineTrainBatch (the gradients read before the schedule's optimizer
+    step, the norm that step clipped by), here under real PyTorch; at world
+    1 the recipe's own single-device reference (SingleDeviceTrainBatch:
+    plain PyTorch over every micro-batch, not the engine). Every rank gets
+    the whole batch (the first stage loads the inputs, the last the
+    labels); its output is the loss."""
     import torch
     dist = _deepspeed_comm()
     import deepspeed
     from deepspeed.pipe import LayerSpec, PipelineModule
     recipes = _deepspeed_recipes()
-    micro_batches = recipes.PIPE_MICRO_BATCHES
+    samples = recipes.PIPE_MICRO_BATCHES * dp
+    stages = world // dp if world > 1 else 1
     module = PipelineModule(layers=[LayerSpec(torch.nn.Linear, 2, 2)
                                     for _ in range(recipes.PIPE_LAYERS)],
-                            num_stages=world, loss_fn=recipes._pipe_loss,
+                            num_stages=stages, loss_fn=recipes._pipe_loss,
                             partition_method="uniform")
+    batch = [("inputs", (samples, 2), None), ("labels", (samples, 2), None)]
+    if world == 1:
+        model = recipes.SingleDeviceTrainBatch(module, clip)
+        return dict(model=model, inputs=batch,
+                    params={n: WHOLE for n, _ in model.named_parameters()}, outputs=[None],
+                    loss=lambda loss: loss, norm=model.grad_norm if clip else None)
+    micro_batches = samples // (world // stages)
     config = {"train_micro_batch_size_per_gpu": 1,
               "gradient_accumulation_steps": micro_batches,
               "zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True,
-              "gradient_clipping": recipes.CLIPPING if clip else 0.0}
+              "gradient_clipping": recipes.CLIPPING if clip else 0.0,
+              "steps_per_print": 10 ** 9}
     engine, _, _, _ = deepspeed.initialize(
         model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
     engine.monitor.enabled = False
     step = recipes.PipelineTrainBatch(engine, micro_batches, 0, dist)
-    return dict(model=step, inputs=[("inputs", (micro_batches, 2), None),
-                                    ("labels", (micro_batches, 2), None)],
+    return dict(model=step, inputs=batch,
                 params={n: WHOLE for n, _ in step.named_parameters()}, outputs=[None],
                 loss=lambda loss: loss, backward=lambda loss: None,
                 finalize=step.finalize_grads, norm=step.grad_norm if clip else None)
@@ -1353,6 +1367,11 @@ def build_pipeline_engine_pp2_clip(world):
 def build_pipeline_engine_pp2(world):
     """pipeline_engine at tp=1,pp=2,clip=0: the gradients, unclipped."""
     return _pipeline_engine(world, clip=False)
+
+
+def build_pipeline_engine_dp2(world):
+    """pipeline_engine at tp=1,dp=2,clip=0: one stage, two replicas."""
+    return _pipeline_engine(world, clip=False, dp=2)
 
 
 BUILDERS = {name[len("build_"):]: fn for name, fn in list(globals().items())
