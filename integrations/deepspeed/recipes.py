@@ -767,6 +767,22 @@ def pipeline_engine_without_tied_reduction():
     return _pipeline_engine(tied=True, tied_reduction=False)
 
 
+def _pipeline_config(micro_batches, stage, clip):
+    """The engine's config: micro-batches of one sample, ZeRO `stage` with
+    buckets at the toy sizes' scale, DeepSpeed's default clipping or none."""
+    return {"train_micro_batch_size_per_gpu": 1,
+            "gradient_accumulation_steps": micro_batches,
+            "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
+                                  "allgather_bucket_size": 64},
+            "zero_allow_untested_optimizer": True,
+            "gradient_clipping": CLIPPING if clip else 0.0,
+            # Logging only. From f74ea69ab (#6602) to 20f988ead (#7104),
+            # v0.16.0 among them, the default (None) makes train_batch raise
+            # TypeError (`global_steps % None`): a crash a user sees at once
+            # and works around so; the training step is checked.
+            "steps_per_print": 10 ** 9}
+
+
 def _pipeline_engine(tied, tied_reduction=True):
     stage, clip = option("stage"), option("clip")
     deepspeed, dist, pipe = _engine_with("deepspeed.pipe")
@@ -777,17 +793,7 @@ def _pipeline_engine(tied, tied_reduction=True):
     micro_batches = samples // (world // pp)  # this rank's
     module = pipe.PipelineModule(layers=_pipe_layers(tied), num_stages=pp,
                             loss_fn=_pipe_loss, partition_method="uniform")
-    config = {"train_micro_batch_size_per_gpu": 1,
-              "gradient_accumulation_steps": micro_batches,
-              "zero_optimization": {"stage": stage, "reduce_bucket_size": 64,
-                                    "allgather_bucket_size": 64},
-              "zero_allow_untested_optimizer": True,
-              "gradient_clipping": CLIPPING if clip else 0.0,
-              # Logging only. From f74ea69ab (#6602) to 20f988ead (#7104),
-              # v0.16.0 among them, the default (None) makes train_batch
-              # raise TypeError (`global_steps % None`): a crash a user sees
-              # at once and works around so; the training step is checked.
-              "steps_per_print": 10 ** 9}
+    config = _pipeline_config(micro_batches, stage, clip)
     dtype = torch.float32
     if option("bf16"):  # the engine's BF16_Optimizer: bf16 weights, fp32 master copies
         config["bf16"], dtype = {"enabled": True}, torch.bfloat16

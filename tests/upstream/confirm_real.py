@@ -1344,13 +1344,9 @@ def _pipeline_engine(world, clip, dp=1):
                     params={n: WHOLE for n, _ in model.named_parameters()}, outputs=[None],
                     loss=lambda loss: loss, norm=model.grad_norm if clip else None)
     micro_batches = samples // (world // stages)
-    config = {"train_micro_batch_size_per_gpu": 1,
-              "gradient_accumulation_steps": micro_batches,
-              "zero_optimization": {"stage": 0}, "zero_allow_untested_optimizer": True,
-              "gradient_clipping": recipes.CLIPPING if clip else 0.0,
-              "steps_per_print": 10 ** 9}
     engine, _, _, _ = deepspeed.initialize(
-        model=module, config=config, optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
+        model=module, config=recipes._pipeline_config(micro_batches, 0, clip),
+        optimizer=torch.optim.SGD(module.parameters(), lr=0.1))
     engine.monitor.enabled = False
     step = recipes.PipelineTrainBatch(engine, micro_batches, 0, dist)
     return dict(model=step, inputs=batch,

@@ -263,12 +263,11 @@ class Event:
         return True
 
     def elapsed_time(self, end_event):
-        """Milliseconds between two recorded events: a measurement, which
-        only timers and logs read; any positive number is one a device
-        could give, and 1.0 keeps throughput logs from dividing by zero."""
+        """Milliseconds between two recorded events: a measurement no trace
+        can know, so it stops the proof (could not prove)."""
         if not (self.recorded and end_event.recorded):
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
-        return 1.0
+        _tracing.unmodelled("torch.cuda.Event.elapsed_time (a measured time)")
 
 
 class CUDAGraph:
