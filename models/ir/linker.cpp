@@ -143,9 +143,6 @@ void LinkedProgram::bind_leaves(int rank) {
 }
 
 namespace {
-// Members of a group must carry the same dtype and shape; an all-to-all with
-// uneven splits sends a different number of rows from each member, so only
-// its rows' shape must agree.
 // A shape without its dimensions of size 1: two shapes that agree on it
 // hold the same elements in the same row-major order.
 ir::Shape squeezed(const ir::Shape &shape) {
@@ -164,6 +161,10 @@ bool elementwise(ir::CollectiveKind kind) {
          kind == K::SendRecv;
 }
 
+// Members of a group must carry the same dtype and shape (an elementwise
+// collective the same elements); an all-to-all with uneven splits sends a
+// different number of rows from each member, so only its rows' shape must
+// agree.
 bool same_payload(const ir::Collective &a, const ir::Collective &b) {
   if (a.dtype != b.dtype)
     return false;
