@@ -9,6 +9,12 @@ A program on which torch itself raises is excluded (counted, and kept when
 shardproof proved it anyway). Every disagreement is saved with its sidecar
 and both verdicts under --save.
 
+--families and --bugs run only the programs of some families / with some
+injected bugs (the seeds of the range that have them), e.g. the pipelines and
+hook buckets of issue 31:
+  /usr/bin/python3 tests/soundness/campaign.py --seeds 0:400 --workers 1 \\
+      --families pp_forward,pp_backward,dp_buckets --limit 40 --save DIR
+
 CI (tests/CMakeLists.txt, soundness.campaign): a fixed seed range, fails on
 any false proof:
   /usr/bin/python3 tests/soundness/campaign.py --seeds 0:80 --save DIR
@@ -120,7 +126,8 @@ def check(args):
         sidecar = json.load(f)
     record = dict(seed=seed, truth=t_verdict, truth_detail=t_detail, shardproof=sp,
                   shardproof_detail=sp_detail, outcome=classify(t_verdict, sp),
-                  bug=sidecar["bug"], mode=sidecar["mode"], dtype=sidecar["dtype"],
+                  bug=sidecar["bug"], family=sidecar.get("family", sidecar["mode"]),
+                  mode=sidecar["mode"], dtype=sidecar["dtype"],
                   seconds_truth=round(t_truth, 3),
                   seconds_total=round(time.time() - start, 3), path=path)
     return record
@@ -167,6 +174,47 @@ def table(records):
     for t in truths:
         row = [counts[(t, s)] for s in sps]
         lines.append(f"| {t} | " + " | ".join(map(str, row)) + f" | {sum(row)} |")
+    return "\n".join(lines)
+
+
+def select(seeds, families=None, bugs=None):
+    """The seeds whose program is of one of `families` and carries one of
+    `bugs` ('none' for no bug): a program is still named by its seed alone."""
+    seeds = list(seeds)
+    if not families and not bugs:
+        return seeds
+    families = set(families.split(",")) if families else None
+    bugs = set(bugs.split(",")) if bugs else None
+    unknown = (families or set()) - {"tp", "dp", *generate.NEW_FAMILIES}
+    unknown |= (bugs or set()) - {"none", *generate.BUGS}
+    if unknown:
+        raise SystemExit(f"campaign.py: unknown family or bug: {sorted(unknown)}")
+    chosen = []
+    for seed in seeds:
+        _, sidecar = generate.generate(seed)
+        if families and sidecar["family"] not in families:
+            continue
+        if bugs and (sidecar["bug"] or "none") not in bugs:
+            continue
+        chosen.append(seed)
+    return chosen
+
+
+def by_family(records):
+    """Per family and injected bug: programs, torch's and shardproof's verdicts."""
+    lines = ["| family | bug | programs | torch mismatch | proved | refuted | could not prove "
+             "| other | false proofs (seeds) |", "|---" * 9 + "|"]
+    groups = collections.defaultdict(list)
+    for r in records:
+        groups[(r.get("family", r["mode"]), r["bug"] or "(none)")].append(r)
+    for (family, bug), rs in sorted(groups.items()):
+        n = collections.Counter(r["shardproof"] for r in rs)
+        false = [str(r["seed"]) for r in rs if r["outcome"] == "FALSE PROOF"]
+        lines.append(f"| {family} | `{bug}` | {len(rs)} | "
+                     f"{sum(r['truth'] == 'mismatch' for r in rs)} | {n['proved']} | "
+                     f"{n['refuted']} | {n['unknown']} | "
+                     f"{len(rs) - n['proved'] - n['refuted'] - n['unknown']} | "
+                     f"{len(false)}{' (' + ', '.join(false[:10]) + ')' if false else ''} |")
     return "\n".join(lines)
 
 
@@ -248,6 +296,12 @@ def main(argv):
                         help="shardproof's --timeout (seconds per obligation; its default "
                         "unless given)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--families", help="only the programs of these families (comma-"
+                        "separated: tp, dp, " + ", ".join(generate.NEW_FAMILIES) + ")")
+    parser.add_argument("--bugs", help="only the programs with these injected bugs "
+                        "(comma-separated names of generate.BUGS; 'none': the correct ones)")
+    parser.add_argument("--limit", type=int, help="at most this many programs (the first "
+                        "selected seeds of the range)")
     parser.add_argument("--save", help="directory for every disagreement")
     parser.add_argument("--log", help="JSON-lines file of every program's record")
     parser.add_argument("--report", help="write the markdown report here (docs/soundness.md)")
@@ -291,10 +345,14 @@ def main(argv):
             f.write(report(records, time.time() - start, command, args.save, planned))
 
     progress = (lambda records: write_report(records, last - first)) if args.report else None
-    records = campaign(range(first, last), os.path.abspath(args.shardproof), args.timeout,
+    seeds = select(range(first, last), args.families, args.bugs)
+    if args.limit is not None:
+        seeds = seeds[:args.limit]
+    records = campaign(seeds, os.path.abspath(args.shardproof), args.timeout,
                        args.proof_timeout, args.workers, args.save, log, progress)
     seconds = time.time() - start
     print(table(records))
+    print(by_family(records))
     outcomes = collections.Counter(r["outcome"] for r in records)
     print(", ".join(f"{k}: {v}" for k, v in sorted(outcomes.items())))
     print(f"{len(records)} programs in {seconds:.0f} s "

@@ -58,6 +58,16 @@ BUGS = {
     "dp_skip_bias": "data-parallel averaging skips one-dimensional parameters",
     "dp_clone_not_written": "data-parallel all-reduce runs on a clone of the gradient",
     "dp_scaled_twice": "loss divided by the world size and gradients averaged too",
+    # pipelines whose schedule calls backward itself (pp_forward, pp_backward)
+    "pp_newest_first": "the schedule pops its pending micro-batches newest-first: activations paired with another micro-batch's output gradient",
+    "pp_unscaled_stage": "the loss is scaled by 3 for backward and only the last stage unscales its gradients",
+    "pp_finalize_rescaled": "finalize_grads also divides the gradients by the number of pipeline stages",
+    "pp_recv_grad_dropped": "a stage receives its output gradient into a copy and backpropagates the zeros it allocated",
+    # data-parallel buckets reduced from backward hooks (dp_buckets)
+    "bucket_reduced_early": "a bucket is all-reduced from the hook of a parameter the engine reaches before another of the bucket's gradients arrives",
+    "finalize_local_grad": "finalize_grads keeps the local .grad of one-dimensional parameters instead of the reduced main_grad",
+    "finalize_averaged_twice": "gradients averaged over the data-parallel group twice (bucket, loss or finalize_grads)",
+    "finalize_not_averaged": "the mean loss's gradients are summed over the data-parallel group, never averaged",
 }
 
 
@@ -749,20 +759,30 @@ def dp_finalize(prog, mean_loss):
 
 
 # --- The program -------------------------------------------------------------
-def generate(seed):
-    """(source, sidecar) of program `seed`."""
+def _legacy_draws(seed):
     rng = random.Random(seed)
     mode = "dp" if rng.random() < 0.3 else "tp"
     dtype = "bf16" if rng.random() < 0.2 else "fp32"
     buggy = rng.random() < 0.6
+    return mode, dtype, buggy
+
+
+def generate(seed):
+    """(source, sidecar) of program `seed`."""
+    family = family_of(seed)
+    if family is None:
+        mode, dtype, buggy = _legacy_draws(seed)
+    else:
+        buggy = random.Random(seed * 131 + 7).random() < 0.6
     # First pass draws the structure and collects the applicable bugs; the
     # second pass, from the same seed, renders it with the chosen bug.
-    plan = _build(seed, mode, dtype, None)
+    plan = build(seed, None)
     bug = None
     if buggy and plan.candidate_bugs:
         bug = random.Random(seed * 7919 + 1).choice(sorted(plan.candidate_bugs))
-    prog = _build(seed, mode, dtype, bug)
-    return prog.source, dict(seed=seed, mode=mode, dtype=dtype, blocks=prog.blocks, bug=bug,
+    prog = build(seed, bug)
+    return prog.source, dict(seed=seed, family=family or prog.mode, mode=prog.mode,
+                             dtype=prog.dtype, blocks=prog.blocks, bug=bug,
                              bug_description=BUGS.get(bug), loss=prog.loss_desc)
 
 
@@ -891,6 +911,522 @@ def _build(seed, mode, dtype, bug):
     parts.append(entry)
     prog.source = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     return prog
+
+
+# --- Families of whole training steps (issue 31) -----------------------------
+# Pipelines whose schedule runs backward itself, and data-parallel gradient
+# buckets reduced from backward hooks. Programs of these families are drawn
+# for a share of the seeds (family_of); the others keep the tp/dp programs
+# above, unchanged.
+NEW_FAMILIES = ("pp_forward", "pp_backward", "dp_buckets")
+NEW_FAMILY_SHARE = 0.35
+
+
+def family_of(seed):
+    """The family of program `seed`: one of NEW_FAMILIES, or None for the
+    tensor-/data-parallel layer stacks (whose mode generate() draws)."""
+    rng = random.Random(seed * 6151 + 21)
+    if rng.random() >= NEW_FAMILY_SHARE:
+        return None
+    return rng.choice(NEW_FAMILIES)
+
+
+P2P = {
+    # A stage's messages to its neighbours, in three spellings: blocking,
+    # isend/irecv with wait(), batch_isend_irecv of P2POps.
+    "blocking": {
+        "send": "dist.send({t}, dst={peer})",
+        "recv": "dist.recv({t}, src={peer})",
+    },
+    "async": {
+        "send": "dist.isend({t}, dst={peer}).wait()",
+        "recv": "request = dist.irecv({t}, src={peer})\n    request.wait()",
+    },
+    "batched": {
+        "send": "for request in dist.batch_isend_irecv([dist.P2POp(dist.isend, {t}, {peer})]):\n"
+                "        request.wait()",
+        "recv": "for request in dist.batch_isend_irecv([dist.P2POp(dist.irecv, {t}, {peer})]):\n"
+                "        request.wait()",
+    },
+}
+
+
+def p2p_helpers(style, bug):
+    """send_forward / recv_forward / send_backward / recv_backward."""
+    s = P2P[style]
+    dropped = bug == "pp_recv_grad_dropped"  # the message lands in a copy; the zeros stay
+    return (
+        "def send_forward(output):\n"
+        "    \"\"\"The stage's output activation, to the next stage.\"\"\"\n"
+        "    activation = output.detach().contiguous()\n"
+        f"    {s['send'].format(t='activation', peer='dist.get_rank() + 1')}\n\n\n"
+        "def recv_forward(shape):\n"
+        "    \"\"\"The previous stage's output: this stage's input, a leaf whose\n"
+        "    gradient goes back.\"\"\"\n"
+        "    activation = torch.empty(shape)\n"
+        f"    {s['recv'].format(t='activation', peer='dist.get_rank() - 1')}\n"
+        "    return activation.requires_grad_()\n\n\n"
+        "def send_backward(input_grad):\n"
+        "    \"\"\"The gradient of the stage's input, to the previous stage.\"\"\"\n"
+        "    grad = input_grad.contiguous()\n"
+        f"    {s['send'].format(t='grad', peer='dist.get_rank() - 1')}\n\n\n"
+        "def recv_backward(shape):\n"
+        "    \"\"\"The gradient of the stage's output, from the next stage.\"\"\"\n"
+        f"    grad = torch.{'zeros' if dropped else 'empty'}(shape)\n"
+        f"    {s['recv'].format(t='grad.clone()' if dropped else 'grad', peer='dist.get_rank() + 1')}\n"
+        "    return grad\n")
+
+
+def _build_pipeline(seed, bug, in_forward):
+    """A pipeline of NUM_LAYERS equal layers over the ranks (one stage each;
+    a single stage at world 1), MICRO_BATCHES micro-batches, point-to-point
+    messages between neighbouring stages. in_forward: the model's forward runs
+    the whole schedule (forwards and backwards, 1F1B or all forwards then all
+    backwards) and returns the loss detached; otherwise the forward runs the
+    forwards and the entry's `backward` callable the backwards, the last stage
+    backpropagating its summed loss at once."""
+    rng = random.Random(seed * 7877 + 3)
+    prog = Program(rng, "pp", "fp32")
+    prog.bug = bug
+    hidden = rng.choice((2, 4))
+    num_layers = rng.choice((2, 4))
+    micro = rng.choice((2, 3, 4))
+    rows = rng.choice((1, 2))
+    schedule = rng.choice(("1f1b", "1f1b", "gpipe")) if in_forward else "gpipe"
+    style = rng.choice(tuple(P2P))
+    naming = rng.choice(("global", "offset"))
+    act = rng.choice(("tanh", "gelu", "silu", "sigmoid", "none"))
+    bias = rng.random() < 0.6
+    loss_scale = rng.random() < 0.5
+    unscale_where = rng.choice(("schedule", "finalize")) if loss_scale else None
+    mb_average = rng.choice(("loss", "finalize", "none"))
+    # (a linear stack under a plain sum has output gradients that depend on
+    # nothing: every pairing of micro-batches would be right)
+    square = rng.random() < 0.7 or act == "none"
+    default_loss = rng.random() < 0.3
+    has_finalize = unscale_where == "finalize" or mb_average == "finalize"
+
+    prog.candidate_bugs.add("pp_recv_grad_dropped")
+    if not in_forward or schedule == "1f1b":
+        prog.candidate_bugs.add("pp_newest_first")
+    if loss_scale:
+        prog.candidate_bugs.add("pp_unscaled_stage")
+    if has_finalize:
+        prog.candidate_bugs.add("pp_finalize_rescaled")
+
+    header = (f"NUM_LAYERS, MICRO_BATCHES, ROWS, HIDDEN = {num_layers}, {micro}, {rows}, {hidden}\n"
+              + ("LOSS_SCALE = 3.0  # the loss is scaled for backward, the gradients unscaled after\n"
+                 if loss_scale else ""))
+    activation = {"tanh": "torch.tanh(x)", "gelu": "F.gelu(x)", "silu": "F.silu(x)",
+                  "sigmoid": "torch.sigmoid(x)", "none": "x"}[act]
+    layer = _block(f'''
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.empty(HIDDEN, HIDDEN))
+                {"self.bias = torch.nn.Parameter(torch.empty(HIDDEN))" if bias else "self.bias = None"}
+
+            def forward(self, x):
+                x = F.linear(x, self.weight, self.bias)
+                return {activation}
+    ''')
+    term = "output * output" if square else "output"
+    scale_mb = " / MICRO_BATCHES" if mb_average == "loss" else ""
+    loss_fn = _block(f'''
+        def micro_batch_loss(output):
+            return ({term}).{"mean" if rng.random() < 0.5 else "sum"}(){scale_mb}
+    ''')
+    if naming == "global":
+        layers_init = ("self.layers = torch.nn.ModuleDict(\n"
+                       "            {str(self.offset + i): Layer() for i in range(per_stage)})")
+        layers_iter = "self.layers.values()"
+    else:
+        layers_init = "self.layers = torch.nn.ModuleList([Layer() for _ in range(per_stage)])"
+        layers_iter = "self.layers"
+    scaled = "output * LOSS_SCALE" if loss_scale else "output"
+    pop = "pending.pop()" if bug == "pp_newest_first" else "pending.pop(0)"
+    unscale_guard = "self.is_last and " if bug == "pp_unscaled_stage" else ""
+    unscale = (f"        for param in self.parameters():\n"
+               f"            if {unscale_guard}param.grad is not None:\n"
+               f"                param.grad.div_(LOSS_SCALE)\n") if unscale_where == "schedule" else ""
+
+    methods = [f'''
+    def __init__(self):
+        super().__init__()
+        rank, world = dist.get_rank(), dist.get_world_size()
+        per_stage = NUM_LAYERS // world
+        self.offset = rank * per_stage
+        self.is_first, self.is_last = rank == 0, rank == world - 1
+        {layers_init}
+
+    def global_name(self, name):
+        """This stage's layer i is the whole model's layer offset + i."""
+        kind, index, rest = name.split(".", 2)
+        return f"{{kind}}.{{self.offset + int(index)}}.{{rest}}"
+
+    def run_layers(self, x):
+        for layer in {layers_iter}:
+            x = layer(x)
+        return x
+
+    def forward_step(self, micro_batch):
+        """(input, output) of one micro-batch; the last stage's output is its loss."""
+        input_ = micro_batch if self.is_first else recv_forward(micro_batch.shape)
+        output = self.run_layers(input_)
+        if self.is_last:
+            return input_, micro_batch_loss(output)
+        send_forward(output)
+        return input_, output
+''']
+    if in_forward:
+        methods.append(f'''
+    def backward_step(self, input_, output):
+        if self.is_last:
+            torch.autograd.backward({scaled})
+        else:
+            grad = recv_backward(output.shape)
+            torch.autograd.backward(output, grad_tensors=grad)
+        if not self.is_first:
+            send_backward(input_.grad)
+''')
+        if schedule == "1f1b":
+            sched = (f"        # 1F1B: warm-up forwards, then one forward and one backward each\n"
+                     f"        warmup = min(dist.get_world_size() - dist.get_rank() - 1, MICRO_BATCHES)\n"
+                     f"        pending, losses = [], []\n"
+                     f"        for micro_batch in micro_batches[:warmup]:\n"
+                     f"            pending.append(self.forward_step(micro_batch))\n"
+                     f"            losses.append(pending[-1][1].detach())\n"
+                     f"        for micro_batch in micro_batches[warmup:]:\n"
+                     f"            pending.append(self.forward_step(micro_batch))\n"
+                     f"            losses.append(pending[-1][1].detach())\n"
+                     f"            self.backward_step(*{pop})\n"
+                     f"        while pending:\n"
+                     f"            self.backward_step(*{pop})\n")
+        else:
+            sched = (f"        # All forwards, then all backwards\n"
+                     f"        pending = [self.forward_step(micro_batch) for micro_batch in micro_batches]\n"
+                     f"        losses = [output.detach() for _, output in pending]\n"
+                     f"        while pending:\n"
+                     f"            self.backward_step(*{pop})\n")
+        methods.append(
+            "\n    def forward(self, batch):\n"
+            "        \"\"\"One training step's forward and backward over the micro-batches;\n"
+            "        the loss, which needs no gradient, from the last stage.\"\"\"\n"
+            "        micro_batches = batch.chunk(MICRO_BATCHES)\n"
+            + sched + unscale
+            + "        loss = torch.stack(losses).sum() if self.is_last else torch.zeros(())\n"
+              "        dist.broadcast(loss, src=dist.get_world_size() - 1)\n"
+              "        return loss\n")
+    else:
+        methods.append(
+            "\n    def forward(self, batch):\n"
+            "        \"\"\"The forwards of every micro-batch; the last stage returns its\n"
+            "        loss, the others the value it broadcasts (needing no gradient).\"\"\"\n"
+            "        self.pending = [self.forward_step(mb) for mb in batch.chunk(MICRO_BATCHES)]\n"
+            "        if self.is_last:\n"
+            "            loss = torch.stack([output for _, output in self.pending]).sum()\n"
+            "            value = loss.detach().clone()\n"
+            "        else:\n"
+            "            value = torch.zeros(())\n"
+            "        dist.broadcast(value, src=dist.get_world_size() - 1)\n"
+            "        return loss if self.is_last else value\n")
+        methods.append(
+            "\n    def backward_schedule(self, loss):\n"
+            "        \"\"\"The backwards (the entry's backward callable): the last stage\n"
+            "        backpropagates its summed loss, then every stage sends its inputs'\n"
+            "        gradients back in micro-batch order.\"\"\"\n"
+            "        pending, self.pending = self.pending, []\n"
+            "        if self.is_last:\n"
+            f"            torch.autograd.backward({'loss * LOSS_SCALE' if loss_scale else 'loss'})\n"
+            "            if not self.is_first:\n"
+            "                for input_, _ in pending:\n"
+            "                    send_backward(input_.grad)\n"
+            "        else:\n"
+            "            while pending:\n"
+            f"                input_, output = {pop}\n"
+            "                torch.autograd.backward(output, grad_tensors=recv_backward(output.shape))\n"
+            "                if not self.is_first:\n"
+            "                    send_backward(input_.grad)\n"
+            + unscale)
+    stage = ("class PipelineStage(torch.nn.Module):\n"
+             "    \"\"\"Layers offset .. offset + NUM_LAYERS // world of the model: this rank's stage.\"\"\"\n"
+             + "".join(methods))
+
+    finalize = None
+    if has_finalize:
+        lines = ["def finalize_grads(model):",
+                 "    \"\"\"The gradients of the summed micro-batch losses"
+                 + (" under loss scaling" if loss_scale else "") + ", rescaled.\"\"\"",
+                 "    scale = " + ("1.0 / MICRO_BATCHES" if mb_average == "finalize" else "1.0")]
+        if unscale_where == "finalize":
+            if bug == "pp_unscaled_stage":
+                lines += ["    if model.is_last:", "        scale = scale / LOSS_SCALE"]
+            else:
+                lines.append("    scale = scale / LOSS_SCALE")
+        if bug == "pp_finalize_rescaled":
+            lines.append("    scale = scale / dist.get_world_size()  # averaged over the stages too")
+        lines += ["    for param in model.parameters():",
+                  "        if param.grad is not None:",
+                  "            param.grad.mul_(scale)"]
+        finalize = "\n".join(lines) + "\n"
+    entry = ("def entry():\n"
+             "    batch = torch.randn(MICRO_BATCHES * ROWS, HIDDEN)\n"
+             "    model = PipelineStage()\n"
+             "    return {\"model\": model,\n"
+             "            \"inputs\": (batch,),\n"
+             + ("" if default_loss else "            \"loss\": lambda loss: loss,\n")
+             + ("" if in_forward else "            \"backward\": model.backward_schedule,\n")
+             + ("            \"finalize_grads\": lambda: finalize_grads(model),\n" if finalize else "")
+             + ("            \"parameter_names\": model.global_name,\n" if naming == "offset" else "")
+             + "            }\n")
+    prog.blocks = [dict(kind="pipeline", schedule=schedule if in_forward else "backward_callable",
+                        layers=num_layers, micro_batches=micro, p2p=style, naming=naming,
+                        activation=act, bias=bias, loss_scale=unscale_where,
+                        micro_batch_average=mb_average)]
+    prog.loss_desc = f"micro-batch ({term}){scale_mb}, summed over micro-batches"
+    parts = [header, p2p_helpers(style, bug), layer, loss_fn, stage]
+    if finalize:
+        parts.append(finalize)
+    parts.append(entry)
+    prog.parts = parts
+    return prog
+
+
+# The order in which PyTorch's engine reaches a layer's parameters (its
+# AccumulateGrad nodes) in backward, by block: F.linear's bias comes from the
+# addmm node itself, its weight through the transpose after it; a custom
+# Function's (and layer_norm's) outputs in the order of their inputs; an
+# affine's bias from the add before the multiply. Layers are reached last
+# to first (each layer's nodes were created after those of the layers before).
+def engine_order(desc):
+    if desc["kind"] == "dp_linear":
+        return ("weight", "bias") if desc["custom"] else ("bias", "weight")
+    if desc["kind"] == "norm":
+        return {"layer_norm": ("weight", "bias"), "rms_norm": ("weight",),
+                "affine": ("bias", "weight")}[desc["flavour"]]
+    return ()
+
+
+BUCKET_CLASS = '''
+class GradBucket:
+    """Gradients of some parameters, each param.main_grad a view of one flat
+    buffer all-reduced at once over the data-parallel group (as DDP's and
+    Megatron's buckets): from the backward hook that the engine runs last
+    for the bucket, when every gradient in it has arrived."""
+
+    def __init__(self, params):
+        self.params = params
+        self.buffer = torch.zeros(sum(p.numel() for p in params))
+        offset = 0
+        for p in params:
+            p.main_grad = self.buffer[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+
+    def all_reduce(self):
+        dist.all_reduce(self.buffer, group=_DP){average}
+'''
+
+
+def _build_buckets(seed, bug):
+    """A data-parallel layer stack (fp32) whose gradients are added into
+    main_grad buffers by backward hooks (tensor hooks, AccumulateGrad hooks
+    or module full backward hooks), each bucket all-reduced from the hook the
+    engine reaches last for it; finalize_grads points .grad at main_grad,
+    averaging and unscaling where the program chose to."""
+    rng = random.Random(seed * 4099 + 11)
+    prog = Program(rng, "dp", "fp32")
+    prog.bug = bug
+    hook_kind = rng.choice(("tensor", "accumulate_grad", "module"))
+    three_d = rng.random() < 0.3
+    width = rng.choice((4, 8))
+    in_width, layout = width, "batch"
+    n = rng.randint(1, 4)
+    layers, descs = [], []
+    for i in range(n):
+        usable = [b for b in DP_BLOCKS if i > 0 or isinstance(b, (DataParallelLinear, ReplicatedNorm))]
+        block = rng.choice(usable)
+        name = f"Layer{i}"
+        layout, new_width, desc = block.build(prog, name, layout, width)
+        residual = new_width == width and rng.random() < 0.3
+        desc["residual"] = residual
+        layers.append((name, residual))
+        descs.append(desc)
+        width = new_width
+    prog.candidate_bugs = set()  # the blocks' own bugs do not apply here
+    # Units the hooks are registered on, in the order the engine reaches them.
+    if hook_kind == "module":
+        units = [f"model.layer{i}" for i in reversed(range(n)) if engine_order(descs[i])]
+    else:
+        units = [f"model.layer{i}.{p}" for i in reversed(range(n)) for p in engine_order(descs[i])]
+    # One or two buckets of consecutive units.
+    cut = rng.randint(1, len(units) - 1) if len(units) >= 4 and rng.random() < 0.5 else len(units)
+    buckets = [units[:cut], units[cut:]] if cut < len(units) else [units]
+    early = [k for k, b in enumerate(buckets) if len(b) >= 2]
+    if early:
+        prog.candidate_bugs.add("bucket_reduced_early")
+    mean_loss = rng.random() < 0.7
+    average = None
+    if mean_loss:
+        average = rng.choice(("bucket", "finalize", "loss"))
+        prog.candidate_bugs.update(("finalize_averaged_twice", "finalize_not_averaged"))
+    if hook_kind == "tensor":
+        prog.candidate_bugs.add("finalize_local_grad")
+    loss_scale = rng.random() < 0.4
+    copy = rng.choice(("assign", "copy")) if hook_kind == "tensor" else "assign"
+    wrong_bucket = rng.choice(early) if early else None
+    wrong_unit = rng.randrange(len(buckets[wrong_bucket]) - 1) if early else None
+    if bug == "finalize_not_averaged":
+        average = None
+    bucket_average = average == "bucket" or (bug == "finalize_averaged_twice" and average != "bucket")
+    finalize_average = average == "finalize" or (bug == "finalize_averaged_twice" and average == "bucket")
+
+    # Model, as the tp/dp programs build it.
+    forward = [f"x = x + self.{name.lower()}(x)" if residual else f"x = self.{name.lower()}(x)"
+               for name, residual in layers]
+    model = ("class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             + "".join(f"        self.{name.lower()} = {name}()\n" for name, _ in layers)
+             + "\n    def forward(self, x):\n"
+             + "".join(f"        {line}\n" for line in forward) + "        return x\n")
+    bucket_class = _block(BUCKET_CLASS.format(
+        average="\n        self.buffer.div_(dist.get_world_size(group=_DP))" if bucket_average else ""))
+    if hook_kind == "tensor":
+        hook = _block('''
+            def make_hook(param, bucket, reduce):
+                """A tensor hook: adds the gradient into main_grad before .grad gets
+                it; the bucket's last one all-reduces the bucket."""
+                def hook(grad):
+                    param.main_grad.add_(grad)
+                    if reduce:
+                        bucket.all_reduce()
+                return hook
+        ''')
+    elif hook_kind == "accumulate_grad":
+        hook = _block('''
+            _GRAD_ACCUMULATORS = []  # the hooks live as long as their nodes
+
+
+            def make_hook(param, bucket, reduce):
+                """A hook on the parameter's AccumulateGrad node (after .grad is
+                written): moves .grad into main_grad, as Megatron's DDP does."""
+                def hook(*unused):
+                    param.main_grad.add_(param.grad)
+                    param.grad = None
+                    if reduce:
+                        bucket.all_reduce()
+                return hook
+        ''')
+    else:
+        hook = _block('''
+            def make_hook(bucket, reduce):
+                """A module full backward hook: once the module's input gradient is
+                computed, its parameters' gradients are in .grad; moves them into
+                main_grad."""
+                def hook(module, grad_input, grad_output):
+                    for param in module.parameters():
+                        param.main_grad.add_(param.grad)
+                        param.grad = None
+                    if reduce:
+                        bucket.all_reduce()
+                return hook
+        ''')
+    reg = ["def register_bucket_hooks(model):",
+           "    \"\"\"Buckets in the order backward fills them, each reduced from the hook",
+           "    of its last " + ("module" if hook_kind == "module" else "parameter") + ".\"\"\"",
+           "    buckets = []"]
+    for k, bucket in enumerate(buckets):
+        last = len(bucket) - 1
+        if bug == "bucket_reduced_early" and k == wrong_bucket:
+            last = wrong_unit
+        if hook_kind == "module":
+            params = "[p for module in modules for p in module.parameters()]"
+            reg += [f"    modules = [{', '.join(bucket)}]",
+                    f"    bucket = GradBucket({params})",
+                    "    for module in modules:",
+                    "        module.register_full_backward_hook(",
+                    f"            make_hook(bucket, reduce=module is {bucket[last]}))"]
+        else:
+            reg += [f"    bucket = GradBucket([{', '.join(bucket)}])",
+                    "    for param in bucket.params:"]
+            if hook_kind == "tensor":
+                reg += [f"        param.register_hook(make_hook(param, bucket, reduce=param is {bucket[last]}))"]
+            else:
+                reg += ["        accumulator = param.expand_as(param).grad_fn.next_functions[0][0]",
+                        f"        accumulator.register_hook(make_hook(param, bucket, reduce=param is {bucket[last]}))",
+                        "        _GRAD_ACCUMULATORS.append(accumulator)"]
+        reg.append("    buckets.append(bucket)")
+    reg.append("    return buckets")
+    register = "\n".join(reg) + "\n"
+
+    fin = ["def finalize_grads(model):",
+           "    \"\"\"Every .grad the reduced main_grad" + (", averaged" if finalize_average else "")
+           + (", unscaled" if loss_scale else "") + ".\"\"\"",
+           "    world = dist.get_world_size(group=_DP)",
+           "    for param in model.parameters():"]
+    pad = "        "
+    if bug == "finalize_local_grad":
+        fin.append("        if param.dim() > 1:  # the biases keep their local .grad")
+        pad = "            "
+    fin.append(pad + ("param.grad = param.main_grad" if copy == "assign"
+                      else "param.grad.copy_(param.main_grad)"))
+    if finalize_average:
+        fin.append("        param.grad.div_(world)")
+    if loss_scale:
+        fin.append("        param.grad.mul_(1.0 / LOSS_SCALE)" if rng.random() < 0.5 else
+                   "        param.grad.div_(LOSS_SCALE)")
+    finalize = "\n".join(fin) + "\n"
+
+    tail = [d for d in descs if d["kind"] != "layout"][-1]
+    square = rng.random() < 0.4 or (tail.get("fn") == "softmax" and not tail["residual"])
+    term = "(out * out)" if square else "out"
+    loss = f"{term}.mean()" if mean_loss else f"{term}.sum()"
+    if average == "loss":
+        loss += " / dist.get_world_size(group=_DP)"
+    if loss_scale:
+        loss += " * LOSS_SCALE"
+    prog.loss_desc = loss
+    draw = f"torch.randn({'4, 2, ' if three_d else '4, '}{in_width})"
+    if hook_kind == "module" or rng.random() < 0.75:
+        draw += ".requires_grad_()"
+    entry = ("def entry():\n"
+             "    global _DP\n"
+             "    rank, world = dist.get_rank(), dist.get_world_size()\n"
+             "    _DP = dist.new_group(list(range(world)))\n"
+             f"    x = {draw}\n"
+             "    model = Model()\n"
+             "    register_bucket_hooks(model)\n"
+             "    return {\"model\": model,\n"
+             "            \"inputs\": (x.chunk(world, dim=0)[rank],),\n"
+             f"            \"loss\": lambda out: {loss},\n"
+             "            \"finalize_grads\": lambda: finalize_grads(model),\n"
+             "            \"data_parallel_group\": _DP}\n")
+    prog.blocks = descs + [dict(kind="buckets", hooks=hook_kind, buckets=buckets,
+                                average=average, loss_scale=loss_scale, copy=copy)]
+    head = "_DP = None  # data-parallel group, set by entry()\n" + (
+        "LOSS_SCALE = 1024.0\n" if loss_scale else "")
+    prog.parts = [head] + prog.classes + [model, bucket_class, hook, register, finalize, entry]
+    return prog
+
+
+def _render(seed, family, prog):
+    doc = (f"# Generated by tests/soundness/generate.py, seed {seed}: {family}, {prog.dtype}.\n"
+           + (f"# Injected bug: {prog.bug}: {BUGS[prog.bug]}.\n" if prog.bug else "# No injected bug.\n"))
+    parts = [doc + "import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"]
+    parts += prog.parts
+    prog.source = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+    return prog
+
+
+def build(seed, bug):
+    """Program `seed` rendered with `bug` (None: correct), whatever its family."""
+    family = family_of(seed)
+    if family is None:
+        mode, dtype, _ = _legacy_draws(seed)
+        return _build(seed, mode, dtype, bug)
+    if family == "dp_buckets":
+        prog = _build_buckets(seed, bug)
+    else:
+        prog = _build_pipeline(seed, bug, in_forward=family == "pp_forward")
+    return _render(seed, family, prog)
 
 
 def write(seed, out_dir):

@@ -13,7 +13,13 @@ What matches c10d: collectives write their results into the caller's
 tensors without touching autograd or the version counter (as c10d does: an
 in-place collective on a tensor saved for backward goes unnoticed by
 autograd), a reduction runs in the payload's dtype, a group of one is the
-identity, mismatched collectives across a group are a hang.
+identity, mismatched collectives across a group are a hang. Point-to-point
+messages (send, recv, isend, irecv, batch_isend_irecv) go through per-pair
+mailboxes: sends are buffered, receives wait, in the order sent; a message
+nobody receives, or a receive nobody sends, is a hang. The entry's `backward`
+callable is honoured, and a loss that needs no gradient (a pipeline schedule
+that ran backward inside the model's forward) is not backpropagated again
+(see _StepLoss).
 
 verdict(path, world) -> ("reconciles" | "mismatch" | "error", detail)
 """
@@ -81,6 +87,10 @@ class World:
         self.calls = {}         # rank -> number of new_group calls so far
         self.local = threading.local()
         self.lock = threading.RLock()
+        self.mail = {}          # (src, dst) -> messages sent and not yet received
+        self.mail_lock = threading.Lock()
+        self.mail_cond = threading.Condition()
+        self.aborted = False
 
     @property
     def rank(self):
@@ -92,6 +102,9 @@ class World:
     def abort(self):
         for g in [self.world] + self.groups:
             g.barrier.abort()
+        with self.mail_cond:
+            self.aborted = True
+            self.mail_cond.notify_all()
 
 
 _current = None  # the World of the run in progress
@@ -193,6 +206,101 @@ def barrier(group=None, async_op=False, device_ids=None):
     return _async(async_op)
 
 
+# Point-to-point messages between pipeline stages: a send is buffered (it
+# returns at once, as gloo's and NCCL's do for the small tensors of these
+# programs), a receive waits for the next message from its source (matched in
+# the order sent, per pair of ranks, as shardproof links them). A receive
+# buffer of another shape or dtype, a message that never comes, or one that
+# nobody receives by the end of the run is a hang (shardproof's SP003).
+def _mailbox(src, dst):
+    w = _current
+    with w.mail_lock:
+        return w.mail.setdefault((src, dst), [])
+
+
+def _global_peer(peer, group):
+    g = _group(group)
+    if peer is None:
+        raise NotImplementedError("truth.py does not match receives from any source")
+    if peer not in g.ranks:
+        raise ValueError(f"peer {peer} is not in the group")
+    if peer == _current.rank:
+        raise ValueError("Invalid destination rank: destination rank should not be the same "
+                         "as the rank of the current process.")
+    return peer
+
+
+def _post(tensor, dst, group):
+    dst = _global_peer(dst, group)
+    w = _current
+    with w.mail_cond:
+        _mailbox(w.rank, dst).append(tensor.detach().clone())
+        w.mail_cond.notify_all()
+
+
+def _take(tensor, src, group):
+    src = _global_peer(src, group)
+    w = _current
+    box = _mailbox(src, w.rank)
+    with w.mail_cond:
+        if not w.mail_cond.wait_for(lambda: box or w.aborted, BARRIER_TIMEOUT_S):
+            raise Hang(f"rank {w.rank} waits for a message from rank {src} that never comes")
+        if w.aborted and not box:
+            raise Hang("another rank failed")
+        value = box.pop(0)
+    if value.shape != tensor.shape or value.dtype != tensor.dtype:
+        raise Hang(f"rank {w.rank} receives {tuple(value.shape)} {value.dtype} from rank {src} "
+                   f"into a {tuple(tensor.shape)} {tensor.dtype} buffer")
+    _write(tensor, value)
+    return src
+
+
+class _RecvWork(_Work):
+    """An irecv: the buffer is written when the work is waited on."""
+
+    def __init__(self, tensor, src, group):
+        self.args, self.done = (tensor, src, group), False
+
+    def wait(self, timeout=None):
+        if not self.done:
+            self.done = True
+            PATCHED["recv"](*self.args)
+        return True
+
+
+def send(tensor, dst=None, group=None, tag=0):
+    _post(tensor, dst, group)
+
+
+def recv(tensor, src=None, group=None, tag=0):
+    return _take(tensor, src, group)
+
+
+def isend(tensor, dst=None, group=None, tag=0):
+    _post(tensor, dst, group)
+    return _Work()
+
+
+def irecv(tensor, src=None, group=None, tag=0):
+    _global_peer(src, group)
+    return _RecvWork(tensor, src, group)
+
+
+class P2POp:
+    def __init__(self, op, tensor, peer=None, group=None, tag=0):
+        if op not in (PATCHED["isend"], PATCHED["irecv"]):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+
+
+def batch_isend_irecv(p2p_op_list):
+    if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to be of type "
+                         "``torch.distributed.P2POp``.")
+    return [p.op(p.tensor, p.peer, p.group, p.tag) for p in p2p_op_list]
+
+
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     """Every rank creates every group in the same order (as c10d requires):
     the k-th call returns the same group object on every rank."""
@@ -242,8 +350,9 @@ PATCHED = dict(
     get_backend=lambda group=None: "gloo",
     init_process_group=_unsupported("init_process_group"),
     all_to_all_single=_unsupported("all_to_all_single"), all_to_all=_unsupported("all_to_all"),
-    send=_unsupported("send"), recv=_unsupported("recv"), isend=_unsupported("isend"),
-    irecv=_unsupported("irecv"), gather=_unsupported("gather"), scatter=_unsupported("scatter"),
+    send=send, recv=recv, isend=isend, irecv=irecv, P2POp=P2POp,
+    batch_isend_irecv=batch_isend_irecv, gather=_unsupported("gather"),
+    scatter=_unsupported("scatter"),
     all_gather_object=_unsupported("all_gather_object"),
     broadcast_object_list=_unsupported("broadcast_object_list"))
 
@@ -296,11 +405,54 @@ def _collective(fn):
 
 for _name in ("all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base",
               "reduce_scatter_tensor", "_reduce_scatter_base", "reduce_scatter", "broadcast",
-              "reduce", "barrier"):
+              "reduce", "barrier", "recv"):
     PATCHED[_name] = _collective(PATCHED[_name])
 PATCHED.update(init_process_group=init_process_group,
                destroy_process_group=lambda group=None: None)
 _install()
+
+
+# The training step's backward half as shardproof runs it (docs/entry-contract.md):
+# the entry's `backward` callable, when it gives one, is called with the loss
+# on every rank (a pipeline schedule's backward, whose last stage alone holds
+# a loss that needs a gradient); otherwise loss.backward(), when the loss needs
+# a gradient at all (a schedule that ran forward and backward inside the
+# model's forward returns a detached loss: its gradients are already there).
+# finalize_grads runs after it either way, and every gradient is compared.
+# check_pairs._rank_main calls loss.backward() on what the entry's loss
+# returns: the loss is wrapped so that this call does the above.
+class _StepLoss:
+    def __init__(self, loss, backward):
+        self.loss, self.framework_backward = loss, backward
+
+    def backward(self):
+        if self.framework_backward is not None:
+            self.framework_backward(self.loss)
+        elif isinstance(self.loss, torch.Tensor) and self.loss.requires_grad:
+            self.loss.backward()
+
+
+_plain_unpack = check_pairs._unpack
+
+
+def _unpack(result):
+    unpacked = list(_plain_unpack(result))
+    loss_fn = unpacked[2]
+    backward = result.get("backward") if isinstance(result, dict) else None
+
+    def loss(out):
+        if loss_fn is not None:
+            value = loss_fn(out)
+        else:  # the sum of every output (a tensor however many there are)
+            parts = [t.sum() for t in check_pairs._outputs(out)]
+            value = sum(parts[1:], parts[0]) if parts else torch.zeros(())
+        return _StepLoss(value, backward)
+
+    unpacked[2] = loss
+    return tuple(unpacked)
+
+
+check_pairs._unpack = _unpack
 
 
 def run(path, world, workdir, reference_file=None):
@@ -338,6 +490,9 @@ def run(path, world, workdir, reference_file=None):
     hangs = [e for e in error if e is not None]
     if hangs:
         raise hangs[0]
+    unreceived = sorted(pair for pair, box in _current.mail.items() if box)
+    if unreceived:
+        raise Hang(f"messages nobody receives (from, to): {unreceived}")
     return [torch.load(o) for o in outs], outs
 
 

@@ -7,6 +7,13 @@
 - dropout after an all-reduce draws, on every rank, what that rank's own
   process would (the ranks' threads share one generator): a mask every rank
   and the reference draw alike reconciles.
+- the families of whole training steps (generate.NEW_FAMILIES: pipelines
+  whose schedule runs backward in the model's forward or in the entry's
+  backward callable, with point-to-point messages between stages; buckets
+  all-reduced from tensor, AccumulateGrad and module hooks): for the first
+  program of each variant (schedule and message spelling, hook kind) in
+  seeds 0:400, the correct program reconciles and every bug the generator can
+  inject into it does not.
 Usage: truth_test.py
 """
 import os
@@ -47,8 +54,45 @@ def entry():
 """
 
 
+def _variant(seed):
+    """What tells a family's programs apart: the schedule and the messages'
+    spelling of a pipeline, the hook kind of the buckets."""
+    blocks = generate.build(seed, None).blocks
+    return (blocks[0]["schedule"], blocks[0]["p2p"]) if blocks[0]["kind"] == "pipeline" \
+        else blocks[-1]["hooks"]
+
+
+def family_seeds():
+    """Seeds in 0:400 that cover each family's variants, one each."""
+    seen, seeds = set(), []
+    for seed in range(400):
+        family = generate.family_of(seed)
+        if family is not None and (family, _variant(seed)) not in seen:
+            seen.add((family, _variant(seed)))
+            seeds.append(seed)
+    return seeds
+
+
+def check_families(workdir, failures):
+    for seed in family_seeds():
+        family = generate.family_of(seed)
+        plan = generate.build(seed, None)
+        for bug in [None] + sorted(plan.candidate_bugs):
+            path = os.path.join(workdir, f"prog_{seed}_{bug or 'correct'}.py")
+            with open(path, "w") as f:
+                f.write(generate.build(seed, bug).source)
+            got, why = truth.verdict(path)
+            want = "mismatch" if bug else "reconciles"
+            print(f"{family} seed {seed} (bug {bug}): {got} {why}")
+            if got != want:
+                failures.append(f"{family} seed {seed} (bug {bug}): {got} ({why}), "
+                                f"expected {want}")
+
+
 def main():
     failures = []
+    with tempfile.TemporaryDirectory() as workdir:
+        check_families(workdir, failures)
     with tempfile.TemporaryDirectory() as workdir:
         path = os.path.join(workdir, "dropout_after_reduce.py")
         with open(path, "w") as f:
