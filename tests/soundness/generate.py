@@ -11,6 +11,35 @@ bucket or in gradient hooks, bf16 parameters with fp32 compute and loss
 scaling, in-place collectives on views, `.data`, `.detach()`, `.clone()` and
 `.contiguous()` results, nonlinearities, mean and sum losses.
 
+Those are the "tp" and "dp" families. A share of the seeds (family_of) draws
+one of the families of whole training steps instead (NEW_FAMILIES, fp32):
+
+- pp_forward: a pipeline of NUM_LAYERS equal layers over the ranks (one stage
+  each, a single stage at world 1; layers named by their global index, or by
+  their local one with the entry's parameter_names adding the stage's
+  offset), MICRO_BATCHES micro-batches, activations and their gradients
+  passed between neighbouring stages by point-to-point messages (send/recv,
+  isend/irecv with wait(), or batch_isend_irecv of P2POps). The model's
+  forward runs the whole schedule, 1F1B or all forwards then all backwards,
+  calling backward on every micro-batch itself, and returns the last stage's
+  loss detached (broadcast to every stage): a loss that needs no gradient.
+  The micro-batch losses may be scaled (LOSS_SCALE, unscaled after the
+  schedule or in finalize_grads) and averaged in the loss or in
+  finalize_grads.
+- pp_backward: the same pipeline with the backwards in the entry's `backward`
+  callable: the forward runs the forwards; the last stage returns its summed
+  loss (needing a gradient) and backpropagates it at once, the other stages
+  return the broadcast value (needing none) and pop their pending
+  micro-batches one by one as the output gradients arrive.
+- dp_buckets: a data-parallel stack of the dp family's blocks whose gradients
+  backward hooks (tensor hooks, AccumulateGrad node hooks reached through
+  `p.expand_as(p).grad_fn.next_functions`, or module full backward hooks) add
+  into `main_grad` views of flat bucket buffers; each bucket is all-reduced
+  from the hook of the parameter (module) PyTorch's engine reaches last for
+  it (engine_order), and finalize_grads points `.grad` at `main_grad`
+  (assigned or copied), averaging and unscaling where the program chose to.
+  Their bugs: pp_* and bucket_reduced_early, finalize_* of BUGS.
+
 A program is generated correct or with ONE injected bug from BUGS. The bug's
 label is what the generator meant; whether the program is really wrong is for
 real PyTorch to say (tests/soundness/truth.py).
@@ -62,6 +91,7 @@ BUGS = {
     "pp_newest_first": "the schedule pops its pending micro-batches newest-first: activations paired with another micro-batch's output gradient",
     "pp_unscaled_stage": "the loss is scaled by 3 for backward and only the last stage unscales its gradients",
     "pp_finalize_rescaled": "finalize_grads also divides the gradients by the number of pipeline stages",
+    "pp_exchange_deadlock": "1F1B's steady state sends with a blocking call before receiving: neighbouring stages each wait in their send (a hang on gloo)",
     "pp_recv_grad_dropped": "a stage receives its output gradient into a copy and backpropagates the zeros it allocated",
     # data-parallel buckets reduced from backward hooks (dp_buckets)
     "bucket_reduced_early": "a bucket is all-reduced from the hook of a parameter the engine reaches before another of the bucket's gradients arrives",
@@ -977,6 +1007,41 @@ def p2p_helpers(style, bug):
         "    return grad\n")
 
 
+def p2p_exchanges(style, bug):
+    """send_forward_recv_backward / send_backward_recv_forward of 1F1B's
+    steady state: both messages posted before either is waited on (each
+    neighbour sends while the other sends too)."""
+    if bug == "pp_exchange_deadlock":  # a blocking send first: both stages wait in it
+        return ("def send_forward_recv_backward(output):\n"
+                "    send_forward(output)\n"
+                "    return recv_backward(output.shape)\n\n\n"
+                "def send_backward_recv_forward(input_grad, shape):\n"
+                "    send_backward(input_grad)\n"
+                "    return recv_forward(shape)\n")
+    dropped = bug == "pp_recv_grad_dropped"
+
+    def exchange(send, recv, peer):
+        if style == "batched":
+            return (f"    requests = dist.batch_isend_irecv([dist.P2POp(dist.isend, {send}, {peer}),\n"
+                    f"                                       dist.P2POp(dist.irecv, {recv}, {peer})])\n")
+        return (f"    requests = [dist.isend({send}, dst={peer}), dist.irecv({recv}, src={peer})]\n")
+
+    return ("def send_forward_recv_backward(output):\n"
+            "    \"\"\"The activation to the next stage; the gradient of an earlier one back.\"\"\"\n"
+            "    activation = output.detach().contiguous()\n"
+            f"    grad = torch.{'zeros' if dropped else 'empty'}(output.shape)\n"
+            + exchange("activation", "grad.clone()" if dropped else "grad", "dist.get_rank() + 1")
+            + "    for request in requests:\n        request.wait()\n"
+            "    return grad\n\n\n"
+            "def send_backward_recv_forward(input_grad, shape):\n"
+            "    \"\"\"An input's gradient to the previous stage; the next input from it.\"\"\"\n"
+            "    grad = input_grad.contiguous()\n"
+            "    activation = torch.empty(shape)\n"
+            + exchange("grad", "activation", "dist.get_rank() - 1")
+            + "    for request in requests:\n        request.wait()\n"
+            "    return activation.requires_grad_()\n")
+
+
 def _build_pipeline(seed, bug, in_forward):
     """A pipeline of NUM_LAYERS equal layers over the ranks (one stage each;
     a single stage at world 1), MICRO_BATCHES micro-batches, point-to-point
@@ -1009,6 +1074,8 @@ def _build_pipeline(seed, bug, in_forward):
     prog.candidate_bugs.add("pp_recv_grad_dropped")
     if not in_forward or schedule == "1f1b":
         prog.candidate_bugs.add("pp_newest_first")
+    if schedule == "1f1b":
+        prog.candidate_bugs.add("pp_exchange_deadlock")
     if loss_scale:
         prog.candidate_bugs.add("pp_unscaled_stage")
     if has_finalize:
@@ -1069,45 +1136,74 @@ def _build_pipeline(seed, bug, in_forward):
             x = layer(x)
         return x
 
-    def forward_step(self, micro_batch):
-        """(input, output) of one micro-batch; the last stage's output is its loss."""
-        input_ = micro_batch if self.is_first else recv_forward(micro_batch.shape)
+    def stage_output(self, input_):
+        """The stage's layers; on the last stage, the micro-batch's loss."""
         output = self.run_layers(input_)
-        if self.is_last:
-            return input_, micro_batch_loss(output)
-        send_forward(output)
+        return micro_batch_loss(output) if self.is_last else output
+
+    def forward_step(self, micro_batch):
+        """(input, output) of one micro-batch, the output sent on."""
+        input_ = micro_batch if self.is_first else recv_forward(micro_batch.shape)
+        output = self.stage_output(input_)
+        if not self.is_last:
+            send_forward(output)
         return input_, output
 ''']
     if in_forward:
         methods.append(f'''
-    def backward_step(self, input_, output):
+    def backward_step(self, input_, output, grad):
+        """The backward of one micro-batch (grad: its output's gradient, None
+        on the last stage); the gradient of its input."""
         if self.is_last:
             torch.autograd.backward({scaled})
         else:
-            grad = recv_backward(output.shape)
             torch.autograd.backward(output, grad_tensors=grad)
-        if not self.is_first:
-            send_backward(input_.grad)
+        return None if self.is_first else input_.grad
 ''')
         if schedule == "1f1b":
-            sched = (f"        # 1F1B: warm-up forwards, then one forward and one backward each\n"
+            sched = (f"        # 1F1B: warm-up forwards, then a forward and a backward in turn\n"
+                     f"        # (neighbours exchange both ways at once), then the backwards left\n"
+                     f"        shape = micro_batches[0].shape\n"
                      f"        warmup = min(dist.get_world_size() - dist.get_rank() - 1, MICRO_BATCHES)\n"
                      f"        pending, losses = [], []\n"
                      f"        for micro_batch in micro_batches[:warmup]:\n"
                      f"            pending.append(self.forward_step(micro_batch))\n"
-                     f"            losses.append(pending[-1][1].detach())\n"
-                     f"        for micro_batch in micro_batches[warmup:]:\n"
-                     f"            pending.append(self.forward_step(micro_batch))\n"
-                     f"            losses.append(pending[-1][1].detach())\n"
-                     f"            self.backward_step(*{pop})\n"
+                     f"        steady = micro_batches[warmup:]\n"
+                     f"        if steady and not self.is_first:\n"
+                     f"            input_ = recv_forward(shape)\n"
+                     f"        for i, micro_batch in enumerate(steady):\n"
+                     f"            if self.is_first:\n"
+                     f"                input_ = micro_batch\n"
+                     f"            output = self.stage_output(input_)\n"
+                     f"            if self.is_last:\n"
+                     f"                losses.append(output.detach())\n"
+                     f"                grad = None\n"
+                     f"            else:\n"
+                     f"                grad = send_forward_recv_backward(output)\n"
+                     f"            pending.append((input_, output))\n"
+                     f"            oldest_input, oldest_output = {pop}\n"
+                     f"            input_grad = self.backward_step(oldest_input, oldest_output, grad)\n"
+                     f"            if self.is_first:\n"
+                     f"                continue\n"
+                     f"            if i + 1 < len(steady):\n"
+                     f"                input_ = send_backward_recv_forward(input_grad, shape)\n"
+                     f"            else:\n"
+                     f"                send_backward(input_grad)\n"
                      f"        while pending:\n"
-                     f"            self.backward_step(*{pop})\n")
+                     f"            input_, output = {pop}\n"
+                     f"            input_grad = self.backward_step(input_, output, recv_backward(output.shape))\n"
+                     f"            if not self.is_first:\n"
+                     f"                send_backward(input_grad)\n")
         else:
             sched = (f"        # All forwards, then all backwards\n"
                      f"        pending = [self.forward_step(micro_batch) for micro_batch in micro_batches]\n"
                      f"        losses = [output.detach() for _, output in pending]\n"
                      f"        while pending:\n"
-                     f"            self.backward_step(*{pop})\n")
+                     f"            input_, output = {pop}\n"
+                     f"            grad = None if self.is_last else recv_backward(output.shape)\n"
+                     f"            input_grad = self.backward_step(input_, output, grad)\n"
+                     f"            if not self.is_first:\n"
+                     f"                send_backward(input_grad)\n")
         methods.append(
             "\n    def forward(self, batch):\n"
             "        \"\"\"One training step's forward and backward over the micro-batches;\n"
@@ -1184,7 +1280,10 @@ def _build_pipeline(seed, bug, in_forward):
                         activation=act, bias=bias, loss_scale=unscale_where,
                         micro_batch_average=mb_average)]
     prog.loss_desc = f"micro-batch ({term}){scale_mb}, summed over micro-batches"
-    parts = [header, p2p_helpers(style, bug), layer, loss_fn, stage]
+    parts = [header, p2p_helpers(style, bug)]
+    if schedule == "1f1b":
+        parts.append(p2p_exchanges(style, bug))
+    parts += [layer, loss_fn, stage]
     if finalize:
         parts.append(finalize)
     parts.append(entry)

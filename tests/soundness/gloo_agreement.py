@@ -7,7 +7,10 @@ Gloo (torch 1.13) lacks all_gather_into_tensor and reduce_scatter_tensor and
 cannot reduce bf16, so the sample is the fp32 programs that call neither. The check fails if any verdict differs,
 or if the sample lacks programs that reconcile or that mismatch.
 
-Usage: gloo_agreement.py [COUNT] [FIRST_SEED]
+--families F,G samples only those families (generate.NEW_FAMILIES: the
+pipelines' point-to-point messages and the hooks' buckets on gloo).
+
+Usage: gloo_agreement.py [COUNT] [FIRST_SEED] [--families F,G]
 """
 import glob
 import os
@@ -19,6 +22,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "groundtruth"))
 import check_pairs  # noqa: E402
 import generate  # noqa: E402
+import step_semantics  # noqa: E402
+
+# Here and in every spawned rank (which imports this module again): the
+# entry's backward callable, no second backward of a detached loss.
+step_semantics.install()
 
 # Not imported at module level: spawned gloo ranks re-import this module, and
 # truth.py replaces torch.distributed in the process that imports it.
@@ -45,6 +53,11 @@ def main(argv):
     global truth
     import truth as truth_module
     truth = truth_module
+    families = None
+    if "--families" in argv:
+        k = argv.index("--families")
+        families = set(argv[k + 1].split(","))
+        argv = argv[:k] + argv[k + 2:]
     count = int(argv[1]) if len(argv) > 1 else 8
     seed = int(argv[2]) if len(argv) > 2 else 0
     disagreements, seen = [], set()
@@ -52,7 +65,8 @@ def main(argv):
         checked = 0
         while checked < count:
             source, sidecar = generate.generate(seed)
-            if gloo_runs(source, sidecar):
+            if gloo_runs(source, sidecar) and (families is None or
+                                                sidecar["family"] in families):
                 path = generate.write(seed, workdir)
                 fast, _ = truth.verdict(path)
                 slow = gloo_verdict(path, workdir)

@@ -14,9 +14,9 @@ tensors without touching autograd or the version counter (as c10d does: an
 in-place collective on a tensor saved for backward goes unnoticed by
 autograd), a reduction runs in the payload's dtype, a group of one is the
 identity, mismatched collectives across a group are a hang. Point-to-point
-messages (send, recv, isend, irecv, batch_isend_irecv) go through per-pair
-mailboxes: sends are buffered, receives wait, in the order sent; a message
-nobody receives, or a receive nobody sends, is a hang. The entry's `backward`
+messages (send, recv, isend, irecv, batch_isend_irecv) move when both sides
+are posted, as gloo's do, matched in the order posted; a message nobody
+receives, a receive nobody sends, or stages that each send first, are a hang. The entry's `backward`
 callable is honoured, and a loss that needs no gradient (a pipeline schedule
 that ran backward inside the model's forward) is not backpropagated again
 (see _StepLoss).
@@ -34,6 +34,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "groundtruth"))
 import check_pairs  # noqa: E402  (its comparison and entry logic)
+import step_semantics  # noqa: E402
 
 BARRIER_TIMEOUT_S = 5.0
 
@@ -87,10 +88,8 @@ class World:
         self.calls = {}         # rank -> number of new_group calls so far
         self.local = threading.local()
         self.lock = threading.RLock()
-        self.mail = {}          # (src, dst) -> messages sent and not yet received
-        self.mail_lock = threading.Lock()
+        self.mail = {}          # (src, dst) -> (sends, receives) posted, not yet matched
         self.mail_cond = threading.Condition()
-        self.aborted = False
 
     @property
     def rank(self):
@@ -102,9 +101,6 @@ class World:
     def abort(self):
         for g in [self.world] + self.groups:
             g.barrier.abort()
-        with self.mail_cond:
-            self.aborted = True
-            self.mail_cond.notify_all()
 
 
 _current = None  # the World of the run in progress
@@ -206,16 +202,22 @@ def barrier(group=None, async_op=False, device_ids=None):
     return _async(async_op)
 
 
-# Point-to-point messages between pipeline stages: a send is buffered (it
-# returns at once, as gloo's and NCCL's do for the small tensors of these
-# programs), a receive waits for the next message from its source (matched in
-# the order sent, per pair of ranks, as shardproof links them). A receive
-# buffer of another shape or dtype, a message that never comes, or one that
-# nobody receives by the end of the run is a hang (shardproof's SP003).
-def _mailbox(src, dst):
-    w = _current
-    with w.mail_lock:
-        return w.mail.setdefault((src, dst), [])
+# Point-to-point messages between pipeline stages, as gloo delivers them: a
+# message moves when its send and its receive are both posted (gloo's send
+# waits for the receiver; an isend or irecv posts at once, its wait() waits),
+# sends and receives of a pair of ranks matched in the order posted (as
+# shardproof links them). A send and a receive that wait for each other
+# crosswise (two stages each sending first) are a deadlock, as on gloo; a
+# receive buffer of another shape or dtype, a message that never comes, or
+# one posted and never received by the end of the run is a hang (shardproof's
+# SP003).
+class _Message:
+    def __init__(self, tensor):
+        self.tensor, self.done, self.error = tensor, threading.Event(), None
+
+
+def _pending(src, dst):
+    return _current.mail.setdefault((src, dst), ([], []))  # (sends, receives) posted
 
 
 def _global_peer(peer, group):
@@ -230,60 +232,65 @@ def _global_peer(peer, group):
     return peer
 
 
-def _post(tensor, dst, group):
-    dst = _global_peer(dst, group)
+def _post(tensor, src, dst, sending):
+    """Posts one side of a message; delivers it if the other side is there."""
     w = _current
+    mine = _Message(tensor.detach().clone() if sending else tensor)
     with w.mail_cond:
-        _mailbox(w.rank, dst).append(tensor.detach().clone())
-        w.mail_cond.notify_all()
+        sends, receives = _pending(src, dst)
+        other = (receives if sending else sends)
+        if not other:
+            (sends if sending else receives).append(mine)
+            return mine
+        peer = other.pop(0)
+    send, receive = (mine, peer) if sending else (peer, mine)
+    if send.tensor.shape != receive.tensor.shape or send.tensor.dtype != receive.tensor.dtype:
+        send.error = receive.error = (
+            f"rank {dst} receives {tuple(send.tensor.shape)} {send.tensor.dtype} from rank "
+            f"{src} into a {tuple(receive.tensor.shape)} {receive.tensor.dtype} buffer")
+    else:
+        _write(receive.tensor, send.tensor)
+    send.done.set()
+    receive.done.set()
+    return mine
 
 
-def _take(tensor, src, group):
-    src = _global_peer(src, group)
-    w = _current
-    box = _mailbox(src, w.rank)
-    with w.mail_cond:
-        if not w.mail_cond.wait_for(lambda: box or w.aborted, BARRIER_TIMEOUT_S):
-            raise Hang(f"rank {w.rank} waits for a message from rank {src} that never comes")
-        if w.aborted and not box:
-            raise Hang("another rank failed")
-        value = box.pop(0)
-    if value.shape != tensor.shape or value.dtype != tensor.dtype:
-        raise Hang(f"rank {w.rank} receives {tuple(value.shape)} {value.dtype} from rank {src} "
-                   f"into a {tuple(tensor.shape)} {tensor.dtype} buffer")
-    _write(tensor, value)
-    return src
+def _wait_message(message):
+    if not message.done.wait(BARRIER_TIMEOUT_S):
+        raise Hang(f"rank {_current.rank} waits for a point-to-point message that never "
+                   "comes (or a send nobody receives)")
+    if message.error:
+        raise Hang(message.error)
 
 
-class _RecvWork(_Work):
-    """An irecv: the buffer is written when the work is waited on."""
-
-    def __init__(self, tensor, src, group):
-        self.args, self.done = (tensor, src, group), False
+class _MessageWork(_Work):
+    def __init__(self, message):
+        self.message = message
 
     def wait(self, timeout=None):
-        if not self.done:
-            self.done = True
-            PATCHED["recv"](*self.args)
+        PATCHED["_wait_message"](self.message)
         return True
+
+    def is_completed(self):
+        return self.message.done.is_set()
 
 
 def send(tensor, dst=None, group=None, tag=0):
-    _post(tensor, dst, group)
+    PATCHED["_wait_message"](_post(tensor, _current.rank, _global_peer(dst, group), True))
 
 
 def recv(tensor, src=None, group=None, tag=0):
-    return _take(tensor, src, group)
+    src = _global_peer(src, group)
+    PATCHED["_wait_message"](_post(tensor, src, _current.rank, False))
+    return src
 
 
 def isend(tensor, dst=None, group=None, tag=0):
-    _post(tensor, dst, group)
-    return _Work()
+    return _MessageWork(_post(tensor, _current.rank, _global_peer(dst, group), True))
 
 
 def irecv(tensor, src=None, group=None, tag=0):
-    _global_peer(src, group)
-    return _RecvWork(tensor, src, group)
+    return _MessageWork(_post(tensor, _global_peer(src, group), _current.rank, False))
 
 
 class P2POp:
@@ -350,7 +357,7 @@ PATCHED = dict(
     get_backend=lambda group=None: "gloo",
     init_process_group=_unsupported("init_process_group"),
     all_to_all_single=_unsupported("all_to_all_single"), all_to_all=_unsupported("all_to_all"),
-    send=send, recv=recv, isend=isend, irecv=irecv, P2POp=P2POp,
+    send=send, recv=recv, isend=isend, irecv=irecv, P2POp=P2POp, _wait_message=_wait_message,
     batch_isend_irecv=batch_isend_irecv, gather=_unsupported("gather"),
     scatter=_unsupported("scatter"),
     all_gather_object=_unsupported("all_gather_object"),
@@ -405,54 +412,16 @@ def _collective(fn):
 
 for _name in ("all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base",
               "reduce_scatter_tensor", "_reduce_scatter_base", "reduce_scatter", "broadcast",
-              "reduce", "barrier", "recv"):
+              "reduce", "barrier", "_wait_message"):
     PATCHED[_name] = _collective(PATCHED[_name])
 PATCHED.update(init_process_group=init_process_group,
                destroy_process_group=lambda group=None: None)
 _install()
 
 
-# The training step's backward half as shardproof runs it (docs/entry-contract.md):
-# the entry's `backward` callable, when it gives one, is called with the loss
-# on every rank (a pipeline schedule's backward, whose last stage alone holds
-# a loss that needs a gradient); otherwise loss.backward(), when the loss needs
-# a gradient at all (a schedule that ran forward and backward inside the
-# model's forward returns a detached loss: its gradients are already there).
-# finalize_grads runs after it either way, and every gradient is compared.
-# check_pairs._rank_main calls loss.backward() on what the entry's loss
-# returns: the loss is wrapped so that this call does the above.
-class _StepLoss:
-    def __init__(self, loss, backward):
-        self.loss, self.framework_backward = loss, backward
-
-    def backward(self):
-        if self.framework_backward is not None:
-            self.framework_backward(self.loss)
-        elif isinstance(self.loss, torch.Tensor) and self.loss.requires_grad:
-            self.loss.backward()
-
-
-_plain_unpack = check_pairs._unpack
-
-
-def _unpack(result):
-    unpacked = list(_plain_unpack(result))
-    loss_fn = unpacked[2]
-    backward = result.get("backward") if isinstance(result, dict) else None
-
-    def loss(out):
-        if loss_fn is not None:
-            value = loss_fn(out)
-        else:  # the sum of every output (a tensor however many there are)
-            parts = [t.sum() for t in check_pairs._outputs(out)]
-            value = sum(parts[1:], parts[0]) if parts else torch.zeros(())
-        return _StepLoss(value, backward)
-
-    unpacked[2] = loss
-    return tuple(unpacked)
-
-
-check_pairs._unpack = _unpack
+# The training step's backward half as shardproof runs it: the entry's
+# `backward` callable, and no second backward of a loss that needs no gradient.
+step_semantics.install()
 
 
 def run(path, world, workdir, reference_file=None):
@@ -490,9 +459,10 @@ def run(path, world, workdir, reference_file=None):
     hangs = [e for e in error if e is not None]
     if hangs:
         raise hangs[0]
-    unreceived = sorted(pair for pair, box in _current.mail.items() if box)
-    if unreceived:
-        raise Hang(f"messages nobody receives (from, to): {unreceived}")
+    unmatched = sorted(pair for pair, (sends, receives) in _current.mail.items()
+                       if sends or receives)
+    if unmatched:
+        raise Hang(f"point-to-point messages posted and never matched (from, to): {unmatched}")
     return [torch.load(o) for o in outs], outs
 
 
