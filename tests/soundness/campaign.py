@@ -278,6 +278,12 @@ def report(records, seconds, command, save_dir, planned=None, note=None):
         out.append(f"| `{bug}` | {len(rs)} | {sum(r['truth'] == 'mismatch' for r in rs)} | "
                    f"{n['refuted']} | {n['proved']} | {n['unknown']} | {other} |")
     out.append("")
+    out += ["## By family", "",
+            "Families: `tp` and `dp` (layer stacks), and generate.NEW_FAMILIES: "
+            "`pp_forward` (a pipeline whose schedule runs backward inside the model's "
+            "forward), `pp_backward` (its backwards in the entry's backward callable), "
+            "`dp_buckets` (buckets all-reduced from backward hooks).", "",
+            by_family(records), ""]
     unknown_reasons = collections.Counter(
         r["shardproof_detail"].split(":")[0][:90] for r in records if r["shardproof"] == "unknown")
     out += ["## Most common reasons for \"could not prove\"", ""]

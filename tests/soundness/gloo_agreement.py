@@ -40,8 +40,11 @@ def gloo_verdict(path, workdir):
     outputs, out_files = check_pairs.run(path, 2, workdir, ref_files[0])
     if outputs is not None:
         return "reconciles" if check_pairs.step_reconciles(ref[0], outputs) else "mismatch"
-    # A rank that raised leaves its traceback; ranks that hung do not.
-    return "error" if any(os.path.exists(f + ".err") for f in out_files) else "mismatch"
+    # A rank that raised leaves its traceback; ranks that hung do not, nor do
+    # they when gloo gave up waiting (its own timeout: a deadlock, a hang).
+    errors = [open(f + ".err").read() for f in out_files if os.path.exists(f + ".err")]
+    hung = all("Timed out waiting" in e or "Connection closed by peer" in e for e in errors)
+    return "mismatch" if hung else "error"
 
 
 def gloo_runs(source, sidecar):
