@@ -19,6 +19,20 @@ TEST(StandInTorch, OpsAndGradientsMatchRealPyTorch) {
       << "see the FAIL lines above";
 }
 
+// Autograd hooks fire in the order, and with the gradients, of PyTorch's
+// engine: live against Debian's 1.13, and against the log PyTorch 2.x wrote
+// (hook_reference.py says how) for the hooks 1.13 lacks.
+TEST(StandInTorch, HooksRunInPyTorchsOrder) {
+  std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/differential/";
+  std::string json = testing::TempDir() + "hook_reference.json";
+  std::string cmd = "/usr/bin/python3 " + dir + "hook_reference.py " + json;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "real PyTorch could not run the hook cases";
+  EXPECT_EQ(shardproof::frontend::run_python_script(
+                dir + "hook_check.py", {json, dir + "hook_expected_torch2.json"}),
+            0)
+      << "see the FAIL lines above";
+}
+
 // A stand-in tensor used when no trace is recording (a value kept past its
 // run, a finalizer): a Python RuntimeError, not a dereference of a store
 // that is gone (this was a SIGSEGV).

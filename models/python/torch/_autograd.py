@@ -1,10 +1,11 @@
 """Reverse-mode autograd of the stand-in: every differentiable op records a
-GradNode with its vector-Jacobian product; backward() walks them in reverse
-topological order, running the real Python backward of custom Functions, so
+GradNode with its vector-Jacobian product; backward() runs them in the order
+of PyTorch's engine, running the real Python backward of custom Functions, so
 the collectives a framework hides in its backward are recorded like any
 other. Gradients are tensors of terms, recorded in the IR at the line of the
 forward op they belong to."""
 import contextlib
+import itertools
 import weakref
 
 import numpy as np
@@ -25,7 +26,7 @@ class GradNode:
 
     __slots__ = ("name", "vjp", "inputs", "loc", "num_outputs", "takes_tensors",
                  "_next", "_edges", "_keep", "module_outputs", "saved", "tensor_hooks", "freed",
-                 "__weakref__")
+                 "sequence_nr", "_hooks", "_prehooks", "__weakref__")
 
     def __init__(self, name, vjp, inputs, loc, num_outputs=1, takes_tensors=False):
         # Built-in VJPs work on arrays; a custom Function's backward is user
@@ -41,6 +42,10 @@ class GradNode:
         # they run once, on its whole gradient, before this node's backward.
         self.tensor_hooks = {}
         self.freed = False  # a backward without retain_graph ran through it
+        # PyTorch numbers nodes as they are made; among ready nodes its engine
+        # runs the latest-made first (the order hooks observe).
+        self.sequence_nr = next(_SEQUENCE)
+        self._hooks = self._prehooks = ()  # register_hook / register_prehook
         self.name = name
         self.vjp = vjp
         self.inputs = inputs
@@ -56,10 +61,9 @@ class GradNode:
             if isinstance(i, Tensor) else (None, 0, False) for i in inputs)
         # As in PyTorch, a graph holds the AccumulateGrad nodes of the leaves
         # it reaches: hooks registered on them fire even if the caller let
-        # go of the node after building the graph.
-        self._keep = tuple(a for a in (
-            _live_accumulator(i) for i, (fn, _, needs) in zip(inputs, self._edges)
-            if fn is None and needs) if a is not None)
+        # go of the node after building the graph (or made it only later).
+        self._keep = tuple(grad_accumulator(i) for i, (fn, _, needs)
+                           in zip(inputs, self._edges) if fn is None and needs)
 
     @property
     def next_functions(self):
@@ -94,11 +98,31 @@ class GradNode:
                     f"which {self.name} saved for its backward, is at version "
                     f"{counter.value}; expected version {version} instead")
 
-    def register_hook(self, hook):
-        _tracing.unmodelled("a hook on an autograd node other than a leaf's "
-                            f"AccumulateGrad ({hook!r})")
+    def _sequence_nr(self):
+        return self.sequence_nr
 
-    register_prehook = register_hook
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs) -> None or new grad_inputs, after
+        the node's backward (one gradient per tensor input)."""
+        from ._tensor import _RemovableHook
+        if not self._hooks:
+            self._hooks = []
+        self._hooks.append(hook)
+        return _RemovableHook(self._hooks, hook)
+
+    def register_prehook(self, hook):
+        """hook(grad_outputs) -> None or new grad_outputs, before the node's
+        backward and after the hooks of the tensors it made."""
+        from ._tensor import _RemovableHook
+        if not self._prehooks:
+            self._prehooks = []
+        self._prehooks.append(hook)
+        return _RemovableHook(self._prehooks, hook)
+
+
+_SEQUENCE = itertools.count()
+# AccumulateGrad's sequence number in PyTorch: it runs as soon as it is ready.
+_ACCUMULATE_SEQUENCE_NR = 2**64 - 1
 
 
 SECOND_BACKWARD = (
@@ -116,6 +140,7 @@ class AccumulateGrad:
     pre-hooks before, and it is found again through the leaf while alive."""
 
     next_functions = ()
+    sequence_nr = _ACCUMULATE_SEQUENCE_NR
 
     def __init__(self, variable):
         self.variable = variable
@@ -124,6 +149,9 @@ class AccumulateGrad:
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
+
+    def _sequence_nr(self):
+        return self.sequence_nr
 
     def register_hook(self, hook):
         """hook(grad_inputs, grad_outputs), after .grad is updated."""
@@ -190,25 +218,6 @@ def _unmodelled_gradient(name, loc):
     return vjp
 
 
-def _topological(root):
-    order, seen = [], set()
-    stack = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for grad_fn, _, _ in node._edges:
-            if grad_fn is not None:
-                stack.append((grad_fn, False))
-    order.reverse()  # consumers before producers
-    return order
-
-
 def _as_tensor(g, like, node, parents):
     """A gradient array as a Tensor recorded at the forward op's line, with
     the output gradients it came from as its IR inputs."""
@@ -222,7 +231,13 @@ def _as_tensor(g, like, node, parents):
 
 def backward(root, gradient, retain_graph=False, inputs=None):
     """Runs the backward of `root`; with `inputs`, only those leaves
-    accumulate a gradient (as PyTorch's backward(inputs=...))."""
+    accumulate a gradient (as PyTorch's backward(inputs=...)).
+
+    The schedule is PyTorch's engine's (engine.cpp), which hooks observe: a
+    node runs once every edge into it has delivered (its gradients summed),
+    and among the ready nodes the one made last runs first, a leaf's
+    AccumulateGrad before any other. A backward started inside another
+    (a hook's, a checkpoint's) runs to its end before the outer one goes on."""
     Tensor = _tensor_type()
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -232,92 +247,225 @@ def backward(root, gradient, retain_graph=False, inputs=None):
         only = {id(i) for i in inputs}
     else:
         only = None
-    if root.grad_fn is None:
-        if root.requires_grad:
-            with _no_grad():
-                _accumulate_leaf(root, gradient)
-                _run_queued_callbacks()
+    if root.grad_fn is not None:
+        start, nr = root.grad_fn, root._output_nr
+    elif root.requires_grad:
+        start, nr = grad_accumulator(root), 0
+    else:
         return
-    slots = {id(root.grad_fn): [None] * root.grad_fn.num_outputs}
-    slots[id(root.grad_fn)][root._output_nr] = gradient
-    order = _topological(root.grad_fn)
-    # As PyTorch's engine, a leaf's gradient is summed over every use before
-    # its AccumulateGrad runs once (so its hooks see the whole gradient, once):
-    # `pending` counts the uses not yet reached in the walk.
-    pending, leaf_grads = {}, {}
-    for node in order:
-        for inp, (grad_fn, _, needs) in zip(node.inputs, node._edges):
-            if grad_fn is None and needs and isinstance(inp, Tensor):
-                pending[id(inp)] = pending.get(id(inp), 0) + 1
-    accumulated = {leaf for leaf in pending if only is None or leaf in only}
-    with _no_grad(), _graph_task(order, accumulated):
-        for node in order:
-            grads = slots.pop(id(node), None)
-            if grads is not None:
-                grads = _run_tensor_hooks(node, grads)
-                _record_module_gradients(node, grads)
-            if grads is None or all(g is None for g in grads):
-                results = [None] * len(node.inputs)  # its leaf uses still settle
-            else:
-                node.check_saved()
-                results = node.vjp(grads if node.takes_tensors else
-                                   [None if g is None else g._a for g in grads])
-            for inp, (grad_fn, nr, needs), g in zip(node.inputs, node._edges, results):
-                if not isinstance(inp, Tensor) or not needs:
-                    continue
-                if g is not None:
-                    # In the IR a gradient depends on the output gradients and
-                    # on the forward values its VJP reads (the op's inputs).
-                    parents = [x for x in grads if x is not None] + list(node.inputs)
-                    g = _as_tensor(g, inp, node, parents)
-                if grad_fn is None:
-                    if g is not None:
-                        old = leaf_grads.get(id(inp))
-                        leaf_grads[id(inp)] = g if old is None else old + g
-                    pending[id(inp)] -= 1
-                    if pending[id(inp)] == 0 and id(inp) in leaf_grads:
-                        g = leaf_grads.pop(id(inp))
-                        if only is not None and id(inp) not in only:
-                            continue
-                        for hook in getattr(inp, "_grad_hooks", ()):
-                            replaced = hook(g)
-                            if replaced is not None:
-                                g = replaced
-                        _accumulate_leaf(inp, g)
-                    continue
-                if g is None:
-                    continue
-                slot = slots.setdefault(id(grad_fn), [None] * grad_fn.num_outputs)
-                slot[nr] = g if slot[nr] is None else slot[nr] + g
+    outer = _tracing.state.per_run.get("autograd.graph_task")
+    task = _GraphTask(start, only, 0 if outer is None else outer.depth + 1)
+    if task.needed is not None and id(start) not in task.needed:
+        return  # nothing of `inputs` is reached
+    buffer = [None] * _num_inputs(start)
+    buffer[nr] = gradient
+    queue = _ready_queue()
+    with _no_grad(), _graph_task(task):
+        try:
+            task.push(queue, start, buffer)
+            while task.outstanding:
+                _, owner, node, buffer = _heap_pop(queue)
+                owner.evaluate(queue, node, buffer, retain_graph)
+                owner.outstanding -= 1
+        except BaseException:
+            # Its tasks are the queue's highest (deeper ones are done): an
+            # outer backward's stay as they were.
+            while queue and queue[0][1] is task:
+                _heap_pop(queue)
+            raise
+        task.run_callbacks()
         _run_queued_callbacks()
-    if not retain_graph:
-        for node in order:
-            node.freed = True
+
+
+def _num_inputs(node):
+    return 1 if isinstance(node, AccumulateGrad) else node.num_outputs
+
+
+def _ready_queue():
+    """The engine's CPU ready queue, one per thread in PyTorch (a backward
+    inside a backward shares it), here one per run."""
+    return _tracing.state.per_run.setdefault("autograd.ready_queue", [])
+
+
+# The ready queue is a std::priority_queue. Nodes of equal priority (two
+# AccumulateGrads ready at once) leave it in the order its binary heap gives,
+# so the heap is libstdc++'s own algorithm: the root is the largest, a hole
+# left by a pop is moved down to a leaf along the larger children (the right
+# one on a tie) and the moved value is sifted up from there. Items are
+# [(reentrant depth, sequence_nr), task, node, input buffer].
+
+def _heap_sift_up(heap, hole, top, item):
+    parent = (hole - 1) // 2
+    while hole > top and heap[parent][0] < item[0]:
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = item
+
+
+def _heap_push(heap, item):
+    heap.append(item)
+    _heap_sift_up(heap, len(heap) - 1, 0, item)
+
+
+def _heap_pop(heap):
+    top, last = heap[0], heap.pop()
+    n = len(heap)
+    if n == 0:
+        return top
+    hole = child = 0
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if heap[child][0] < heap[child - 1][0]:
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if n % 2 == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    _heap_sift_up(heap, hole, 0, last)
+    return top
+
+
+def _edges_of(node):
+    """(next node or None, its input nr) per input, as next_functions."""
+    return () if isinstance(node, AccumulateGrad) else node.next_functions
 
 
 class _GraphTask:
     """The running backward, as PyTorch's engine knows it: which nodes it
     executes (DeepSpeed's ZeRO counts the parameters a backward reaches with
-    torch._C._will_engine_execute_node before it reduces)."""
+    torch._C._will_engine_execute_node before it reduces), how many edges
+    into each node have yet to deliver, and the gradients they delivered."""
 
-    def __init__(self, order, accumulated):
+    def __init__(self, root, only, depth):
         state = _tracing.state.per_run
         state["autograd.graph_tasks"] = state.get("autograd.graph_tasks", 0) + 1
         self.id = state["autograd.graph_tasks"]
-        self.nodes = {id(node) for node in order}
-        self.leaves = accumulated  # ids of the leaves whose AccumulateGrad runs
+        self.depth = depth
+        self.outstanding = 0  # nodes queued and not yet run
+        self.not_ready = {}  # id(node) -> its input buffer so far
+        self.callbacks = []  # queue_callback's, run when this backward ends
+        # Every edge counts, as in compute_dependencies: a node used twice
+        # by one consumer waits for both.
+        self.dependencies, nodes, stack = {}, {id(root): root}, [root]
+        while stack:
+            for fn, _ in _edges_of(stack.pop()):
+                if fn is None:
+                    continue
+                self.dependencies[id(fn)] = self.dependencies.get(id(fn), 0) + 1
+                if id(fn) not in nodes:
+                    nodes[id(fn)] = fn
+                    stack.append(fn)
+        # With inputs=, only the nodes on a path to their AccumulateGrads
+        # run (the engine's exec_info).
+        self.needed = None if only is None else _needed(root, only)
+        self.nodes = set(nodes) if self.needed is None else self.needed
+        self.leaves = {id(fn.variable) for fn in nodes.values()
+                       if isinstance(fn, AccumulateGrad) and id(fn) in self.nodes}
 
     def executes(self, node):
         if isinstance(node, AccumulateGrad):
             return id(node.variable) in self.leaves
         return id(node) in self.nodes
 
+    def push(self, queue, node, buffer):
+        _heap_push(queue, [(self.depth, node.sequence_nr), self, node, buffer])
+        self.outstanding += 1
+
+    def evaluate(self, queue, node, buffer, retain_graph):
+        if isinstance(node, AccumulateGrad):
+            _run_accumulate_grad(node, buffer[0])
+            return
+        results = _run_node(node, buffer)
+        if not retain_graph:
+            node.freed = True
+        for (fn, nr), g in zip(node.next_functions, results):
+            if fn is None:
+                continue
+            left = self.dependencies[id(fn)] - 1
+            self.dependencies[id(fn)] = left
+            if self.needed is not None and id(fn) not in self.needed:
+                continue
+            buffer = self.not_ready.pop(id(fn), None) or [None] * _num_inputs(fn)
+            if g is not None:
+                if isinstance(fn, AccumulateGrad) and g.dtype != fn.variable.dtype:
+                    g = g.to(fn.variable.dtype)  # validate_outputs casts to the input's
+                buffer[nr] = g if buffer[nr] is None else buffer[nr] + g
+            if left == 0:
+                self.push(queue, fn, buffer)
+            else:
+                self.not_ready[id(fn)] = buffer
+
+    def run_callbacks(self):
+        while self.callbacks:
+            self.callbacks.pop(0)()
+
+
+def _needed(root, only):
+    """Ids of the nodes from which an AccumulateGrad of a leaf in `only` is
+    reached."""
+    needed, done, stack = set(), set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            if (isinstance(node, AccumulateGrad) and id(node.variable) in only) or \
+                    any(fn is not None and id(fn) in needed for fn, _ in _edges_of(node)):
+                needed.add(id(node))
+            continue
+        if id(node) in done:
+            continue
+        done.add(id(node))
+        stack.append((node, True))
+        stack.extend((fn, False) for fn, _ in _edges_of(node) if fn is not None)
+    return needed
+
+
+def _run_node(node, grads):
+    """One node's step, as the engine's call_function: the hooks of the
+    tensors it made, its pre-hooks, its backward, its hooks. Returns one
+    gradient (Tensor or None) per input."""
+    Tensor = _tensor_type()
+    grads = _run_tensor_hooks(node, grads)
+    for hook in list(node._prehooks):
+        replaced = hook(tuple(grads))
+        if replaced is not None:
+            grads = list(replaced)
+    _record_module_gradients(node, grads)
+    if all(g is None for g in grads) and not node.name.startswith("custom:"):
+        # A built-in backward gives no gradient for none; a custom Function's
+        # runs anyway (on zeros, unless it set_materialize_grads(False)).
+        results = [None] * len(node.inputs)
+    else:
+        node.check_saved()
+        results = node.vjp(grads if node.takes_tensors else
+                           [None if g is None else g._a for g in grads])
+    # In the IR a gradient depends on the output gradients and on the
+    # forward values its VJP reads (the op's inputs).
+    parents = [x for x in grads if x is not None] + list(node.inputs)
+    results = [_as_tensor(g, inp, node, parents)
+               if g is not None and isinstance(inp, Tensor) and needs else None
+               for inp, (_, _, needs), g in zip(node.inputs, node._edges, results)]
+    if node._hooks:
+        # One gradient per tensor input, as PyTorch's grad_inputs.
+        where = [k for k, inp in enumerate(node.inputs) if isinstance(inp, Tensor)]
+        for hook in list(node._hooks):
+            replaced = hook(tuple(results[k] for k in where), tuple(grads))
+            if replaced is not None:
+                if len(replaced) != len(where):
+                    raise RuntimeError(f"hook returned {len(replaced)} gradients; "
+                                       f"expected {len(where)}")
+                for k, g in zip(where, replaced):
+                    results[k] = g
+    return results
+
 
 @contextlib.contextmanager
-def _graph_task(order, accumulated):
+def _graph_task(task):
     state = _tracing.state.per_run
     outer = state.get("autograd.graph_task")
-    state["autograd.graph_task"] = _GraphTask(order, accumulated)
+    state["autograd.graph_task"] = task
     try:
         yield
     finally:
@@ -349,15 +497,18 @@ def grad_fn_or_grad_accumulator(tensor):
 
 
 def _queued_callbacks():
-    """PyTorch's Variable._execution_engine.queue_callback queue, per run (a
-    run that stopped mid-backward must not hand its callbacks to the next)."""
+    """Callbacks queued outside any backward, per run (a run that stopped
+    mid-backward must not hand its callbacks to the next): the next
+    backward to end runs them."""
     return _tracing.state.per_run.setdefault("autograd.queued_callbacks", [])
 
 
 def queue_callback(callback):
     """Runs `callback` when the running backward ends, with grad mode off,
-    as the engine's final callbacks (DDP's gradient reduction)."""
-    _queued_callbacks().append(callback)
+    as the engine's final callbacks (DDP's gradient reduction): those queued
+    inside a backward started by a hook run when that inner one ends."""
+    task = _tracing.state.per_run.get("autograd.graph_task")
+    (task.callbacks if task is not None else _queued_callbacks()).append(callback)
 
 
 def _run_queued_callbacks():
@@ -369,13 +520,12 @@ def _run_queued_callbacks():
 def _run_tensor_hooks(node, grads):
     """Hooks of the tensors this node produced, on each one's whole gradient
     (every use has contributed by now), as PyTorch's tensor pre-hooks: a
-    hook may replace the gradient; retain_grad's runs last."""
+    hook may replace the gradient; retain_grad's runs last. As in PyTorch
+    2.x, a tensor that got no gradient has its hooks called with None."""
     if not node.tensor_hooks:
         return grads
     grads = list(grads)
     for nr, hooks in node.tensor_hooks.items():
-        if grads[nr] is None:
-            continue
         for hook in sorted(hooks, key=lambda h: getattr(h, "_retains_grad", False)):
             replaced = hook(grads[nr])
             if replaced is not None:
@@ -392,8 +542,29 @@ def _record_module_gradients(node, grads):
             _sp.record_module_gradient(call, k, g._node or 0, g._a.ravel().tolist())
 
 
-def _accumulate_leaf(leaf, g):
-    node = _live_accumulator(leaf)
+def _run_accumulate_grad(node, g):
+    """A leaf's AccumulateGrad step, in PyTorch 2.x's order: the leaf's own
+    hooks (register_hook), the node's pre-hooks, the accumulation, the
+    post-accumulate-grad hooks, the node's hooks. A leaf that got no
+    gradient (a custom backward returned None for it) still has its hooks
+    called, with None, and its .grad is left as it is."""
+    leaf = node.variable
+    for hook in list(leaf.__dict__.get("_grad_hooks", ())):
+        replaced = hook(g)
+        if replaced is not None:
+            g = replaced
+    if g is not None:
+        _accumulate_leaf(leaf, g, node)
+        return
+    for hook in list(node._prehooks):
+        hook((None,))
+    for hook in list(leaf.__dict__.get("_post_accumulate_hooks", ())):
+        hook(leaf)
+    for hook in list(node._hooks):
+        hook((), (None,))
+
+
+def _accumulate_leaf(leaf, g, node):
     if node is not None:
         for hook in list(node._prehooks):
             replaced = hook((g,))

@@ -1860,6 +1860,13 @@ class Tensor(metaclass=_TensorType):
         return _RemovableHook(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
+        """hook(leaf), after the leaf's AccumulateGrad updated .grad."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't "
+                               "require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on "
+                               "non-leaf tensors")
         self.__dict__.setdefault("_post_accumulate_hooks", []).append(hook)
         return _RemovableHook(self._post_accumulate_hooks, hook)
 
@@ -1874,7 +1881,7 @@ class Tensor(metaclass=_TensorType):
 
         def keep(grad):
             t = target()
-            if t is not None:
+            if t is not None and grad is not None:
                 t.grad = grad if t.grad is None else t.grad + grad
         keep._retains_grad = True
         self.grad_fn.tensor_hooks.setdefault(self._output_nr, []).append(keep)
