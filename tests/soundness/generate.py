@@ -955,7 +955,10 @@ NEW_FAMILY_SHARE = 0.35
 def family_of(seed):
     """The family of program `seed`: one of NEW_FAMILIES, or None for the
     tensor-/data-parallel layer stacks (whose mode generate() draws)."""
-    rng = random.Random(seed * 6151 + 21)
+    # (The constant keeps the seeds that tests name as tp/dp programs so:
+    # 0 in soundness.campaign_catches_false_proofs, 117 and 520 in
+    # truth_test.py, 702 the one finalize_flat_not_copied_back below 1500.)
+    rng = random.Random(seed * 6151 + 23)
     if rng.random() >= NEW_FAMILY_SHARE:
         return None
     return rng.choice(NEW_FAMILIES)
