@@ -198,6 +198,32 @@ def reentrant_checkpoint(torch, w):
     (y * after + h).sum().backward()
 
 
+def several_roots(torch, w):
+    # One pass from three roots: each leaf's hooks run once, on its gradient
+    # summed over the roots, in the order a GraphRoot gives.
+    a, b = w.leaf("a", data(3, 1.0, 0.2)), w.leaf("b", data(3, 1.0, 0.7))
+    y1 = w.tensor("y1", (a * b).tanh())
+    y2 = w.tensor("y2", a.sin() * 3)
+    y3 = w.tensor("y3", (b * b).sum())
+    torch.autograd.backward([y1, y2, y3], [torch.tensor(data(3, 1.0, 0.4), dtype=torch.float64),
+                                           torch.tensor(data(3, 1.0, 0.9), dtype=torch.float64),
+                                           None])
+
+
+def checkpoint_two_outputs(torch, w):
+    from torch.utils.checkpoint import checkpoint
+    x = torch.tensor(matrix(2, 3, 0.1), dtype=torch.float64)
+    u, v = w.leaf("u", data(3, 1.0, 0.3)), w.leaf("v", data(3, 1.0, 0.6))
+    z = w.leaf("z", data(3, 1.0, 0.8))
+
+    def block(h):
+        mid = w.tensor("mid", (h * u).tanh())
+        return w.tensor("first", mid * v), w.tensor("second", (mid + z).sin())
+
+    first, second = checkpoint(block, x * z, use_reentrant=True)
+    (first * second + first).sum().backward()
+
+
 def backward_inside_a_hook(torch, w):
     # An AccumulateGrad hook runs a whole other backward (a reentrant one):
     # it ends, hooks and all, before the outer backward goes on.
@@ -284,7 +310,8 @@ def full_backward_pre_hooks(torch, w):
 CASES = {f.__name__: f for f in (
     mlp_two_layers, shared_input_twice, tied_weights, branches_of_different_depth,
     custom_function, stack_many_leaves, hook_replaces_gradient, module_backward_hooks,
-    reentrant_checkpoint, backward_inside_a_hook, custom_backward_without_gradient,
+    reentrant_checkpoint, several_roots, checkpoint_two_outputs, backward_inside_a_hook,
+    custom_backward_without_gradient,
     undefined_gradient_leaf,
     retain_grad_runs_last, full_backward_pre_hooks)}
 

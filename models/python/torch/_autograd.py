@@ -238,6 +238,13 @@ def backward(root, gradient, retain_graph=False, inputs=None):
     and among the ready nodes the one made last runs first, a leaf's
     AccumulateGrad before any other. A backward started inside another
     (a hook's, a checkpoint's) runs to its end before the outer one goes on."""
+    backward_many([root], [gradient], retain_graph, inputs)
+
+
+def backward_many(roots, gradients, retain_graph=False, inputs=None):
+    """One backward pass from several roots (torch.autograd.backward of a
+    list): as in PyTorch, a GraphRoot node made now hands each root its
+    gradient, so each leaf's hooks run once, on its whole gradient."""
     Tensor = _tensor_type()
     if inputs is not None:
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
@@ -247,18 +254,16 @@ def backward(root, gradient, retain_graph=False, inputs=None):
         only = {id(i) for i in inputs}
     else:
         only = None
-    if root.grad_fn is not None:
-        start, nr = root.grad_fn, root._output_nr
-    elif root.requires_grad:
-        start, nr = grad_accumulator(root), 0
+    if len(roots) == 1:
+        (start, nr), = _GraphRoot.edges(roots)
+        buffer = [None] * _num_inputs(start)
+        buffer[nr] = gradients[0]
     else:
-        return
+        start, buffer = _GraphRoot(roots, gradients), [None]
     outer = _tracing.state.per_run.get("autograd.graph_task")
     task = _GraphTask(start, only, 0 if outer is None else outer.depth + 1)
     if task.needed is not None and id(start) not in task.needed:
         return  # nothing of `inputs` is reached
-    buffer = [None] * _num_inputs(start)
-    buffer[nr] = gradient
     queue = _ready_queue()
     with _no_grad(), _graph_task(task):
         try:
@@ -279,6 +284,25 @@ def backward(root, gradient, retain_graph=False, inputs=None):
 
 def _num_inputs(node):
     return 1 if isinstance(node, AccumulateGrad) else node.num_outputs
+
+
+class _GraphRoot:
+    """PyTorch's GraphRoot: the node a backward of several roots starts
+    from, made (and numbered) when the backward starts; it hands each root
+    its gradient."""
+
+    name, num_outputs = "GraphRoot", 1
+
+    def __init__(self, roots, gradients):
+        self.sequence_nr = next(_SEQUENCE)
+        self.next_functions = tuple(self.edges(roots))
+        self.gradients = list(gradients)
+
+    @staticmethod
+    def edges(roots):
+        """Each root's gradient edge: its grad_fn, or a leaf's AccumulateGrad."""
+        return [(r.grad_fn, r._output_nr) if r.grad_fn is not None else
+                (grad_accumulator(r), 0) for r in roots]
 
 
 def _ready_queue():
@@ -378,9 +402,12 @@ class _GraphTask:
         if isinstance(node, AccumulateGrad):
             _run_accumulate_grad(node, buffer[0])
             return
-        results = _run_node(node, buffer)
-        if not retain_graph:
-            node.freed = True
+        if isinstance(node, _GraphRoot):
+            results = node.gradients
+        else:
+            results = _run_node(node, buffer)
+            if not retain_graph:
+                node.freed = True
         for (fn, nr), g in zip(node.next_functions, results):
             if fn is None:
                 continue

@@ -160,16 +160,32 @@ def _zeros_like(t):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
-    """One backward pass over the roots: several roots at once (one pass in
-    PyTorch, each leaf's hooks run once) are not modelled."""
+    """One backward pass over the roots (each leaf's hooks run once, on its
+    gradient summed over every root)."""
     tensors = list(tensors) if isinstance(tensors, (tuple, list)) else [tensors]
     grad_tensors = grad_variables if grad_tensors is None else grad_tensors
     grads = list(grad_tensors) if isinstance(grad_tensors, (tuple, list)) else \
         [grad_tensors] * len(tensors)
-    if len(tensors) != 1:
-        _tracing.unmodelled(f"torch.autograd.backward of {len(tensors)} tensors at once")
-    tensors[0].backward(grads[0], retain_graph=retain_graph, create_graph=create_graph,
-                        inputs=inputs)
+    if len(tensors) == 1:
+        tensors[0].backward(grads[0], retain_graph=retain_graph, create_graph=create_graph,
+                            inputs=inputs)
+        return
+    if isinstance(grad_tensors, Tensor):
+        grads = [grad_tensors]
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
+    if create_graph:
+        _tracing.unmodelled("backward(create_graph=True) (higher-order gradients)")
+    for k, (t, g) in enumerate(zip(tensors, grads)):
+        if not t.requires_grad:
+            raise RuntimeError(f"element {k} of tensors does not require grad and does "
+                               "not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            from .. import ones_like
+            grads[k] = ones_like(t)
+    _autograd.backward_many(tensors, grads, retain_graph=bool(retain_graph), inputs=inputs)
 
 
 def grad(*a, **k):

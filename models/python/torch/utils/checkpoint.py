@@ -81,11 +81,7 @@ class CheckpointFunction(Function):
         if not with_grad:
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() "
                                "is not necessary")
-        if len(with_grad) == 1:
-            autograd.backward(*with_grad[0])
-        else:  # one backward pass through all of them, as autograd.backward's
-            with enable_grad():
-                sum((o * g).sum() for o, g in with_grad).backward()
+        autograd.backward([o for o, _ in with_grad], [g for _, g in with_grad])
         return (None, None) + tuple(x.grad if isinstance(x, Tensor) else None
                                     for x in detached)
 
