@@ -2,6 +2,7 @@
 function of the inputs written against the torch API; it runs under Debian's
 python3-torch (torch_reference.py) and under shardproof's stand-in
 (standin_check.py), and the outputs and input gradients must agree."""
+import contextlib
 import math
 
 import torch
@@ -1027,3 +1028,127 @@ CASES["clip_grad_norm"] = ([(2, 3), (3,)], _clip_grad_norm)
 CASES["byte_char_short"] = ([(4,)], lambda x: x * torch.isfinite(x).byte()
                             + torch.isinf(x).char() * 2 + torch.isnan(x).short()
                             + torch.isfinite(x).float().byte().bool() * x)
+
+
+# ---- the ops optimizers and frameworks use (issue 31) -----------------------
+# addcmul / addcdiv / lerp as torch functions, methods and in place, value= and
+# weight= as numbers and tensors, broadcast; their input gradients.
+def _addc_inplace(x, a, b):
+    z = x * 1.0
+    z.addcmul_(a, b, value=2.0)
+    z.addcdiv_(tensor1=a, tensor2=b * b + 1, value=-0.5)
+    z.addcmul_(b, b)  # value's default
+    return z
+
+
+def _lerp_inplace(x, a, b):
+    z = x * 1.0
+    z.lerp_(a, 0.75)
+    z.lerp_(end=b.expand(2, 3), weight=a.sigmoid())
+    return z
+
+
+def _adam_steps(p, g, under_no_grad=True):
+    """Two textbook Adam steps written with the in-place ops, under no_grad
+    as an optimizer runs them (p times the stepped copy: p's gradient is the
+    stepped values); with autograd on, the second step's lerp_ writes the m
+    that the first addcdiv_ saved: PyTorch's in-place error."""
+    with torch.no_grad() if under_no_grad else contextlib.nullcontext():
+        q = p.detach().clone() if under_no_grad else p * 1.0
+        m, v = torch.zeros_like(q), torch.zeros_like(q)
+        for t in (1, 2):
+            grad = g.detach() * t + q
+            m.lerp_(grad, 0.1)
+            v.mul_(0.999).addcmul_(grad, grad, value=0.001)
+            denom = (v / (1 - 0.999 ** t)).sqrt().add_(1e-3)
+            q.addcdiv_(m, denom, value=-0.01 / (1 - 0.9 ** t))
+    return p * q if under_no_grad else q
+
+
+def _strides(x):
+    """PyTorch's strides of views, as numbers in the output."""
+    y = x.reshape(2, 3, 4)
+    found = [y.stride(), y.transpose(0, 2).stride(), y[:, ::2, 1:].stride(),
+             y.select(1, 1).stride(), y.narrow(2, 1, 2).stride(), y.unsqueeze(1).stride(),
+             y[:, :1].expand(2, 5, 4).stride(), y.permute(1, 0, 2).stride(),
+             y.view(6, 4).stride(), y.transpose(1, 2).unsqueeze(0).stride(),
+             (y.stride(-1), y.stride(dim=0), y.t().stride(1) if y.ndim == 2 else 0),
+             y.transpose(0, 1).contiguous().stride(), (y * 2).stride(),
+             torch.matmul(y.transpose(1, 2), y).stride(), y.detach().stride(),
+             y[1].stride(), y.chunk(2, dim=2)[1].stride()]
+    flat = [float(s) for group in found for s in group]
+    return x.sum() * 0 + torch.tensor(flat, dtype=x.dtype)
+
+
+def _layer_norm_reset(x, w):
+    norm = torch.nn.LayerNorm(3).double()
+    with torch.no_grad():
+        norm.weight.copy_(w)
+        norm.bias.copy_(w * 2)
+    before = norm(x)
+    norm.reset_parameters()  # ones and zeros again
+    return before + norm(x) * 3
+
+
+def _linear_forward_by_keyword(x, w, b):
+    lin = torch.nn.Linear(3, 2).double()
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        lin.bias.copy_(b)
+    return lin.forward(input=x) + lin(input=x)
+
+
+CASES.update({
+    "addcmul_broadcast": ([(2, 3), (3,), (2, 1)],
+                          lambda x, a, b: torch.addcmul(x, a, b, value=0.5)),
+    "addcmul_keywords_and_method": ([(2, 3), (3,), (2, 1)], lambda x, a, b: torch.addcmul(
+        input=x, tensor1=a, tensor2=b) + x.addcmul(a, b, value=-2) + torch.addcmul(
+        x, a, b, value=torch.tensor(0.25, dtype=torch.float64))),
+    "addcmul_value_of_one_dim_raises": ([(2, 3), (3,)], lambda x, a: torch.addcmul(
+        x, a, a, value=torch.tensor([0.5], dtype=torch.float64))),
+    "addcmul_value_needing_grad_raises": ([(2, 3), (3,)], lambda x, a: torch.addcmul(
+        x, a, a, value=a[0])),
+    "addcdiv_broadcast": ([(2, 3), (3,), (2, 1)],
+                          lambda x, a, b: torch.addcdiv(x, a, b * b + 1, value=2)),
+    "addcdiv_keywords_and_method": ([(2, 3), (2, 3)], lambda x, a: torch.addcdiv(
+        input=x, tensor1=a, tensor2=x * x + 1, value=0.5) + x.addcdiv(tensor1=a, tensor2=a * a + 2)),
+    "addcdiv_of_integers_raises": ([(2,)], lambda x: x + torch.addcdiv(
+        torch.ones(2, dtype=torch.long), torch.ones(2, dtype=torch.long),
+        torch.ones(2, dtype=torch.long))),
+    "addcmul_addcdiv_in_place": ([(2, 3), (3,), (2, 1)], _addc_inplace),
+    "addcmul_in_place_broadcast_grows_raises": ([(2, 3), (3,)], lambda x, a: (
+        a * 1.0).addcmul_(x, a)),
+    "lerp_number_weight": ([(2, 3), (3,)], lambda x, a: torch.lerp(x, a, 0.3)),
+    "lerp_tensor_weight_broadcast": ([(2, 3), (3,), (2, 1)], lambda x, a, b: torch.lerp(
+        input=x, end=a, weight=b) + x.lerp(a.expand(2, 3), b.sigmoid())),
+    "lerp_in_place": ([(2, 3), (3,), (2, 1)], _lerp_inplace),
+    "lerp_weight_of_another_dtype_raises": ([(2, 3), (3,)], lambda x, a: torch.lerp(
+        x, a, torch.tensor(0.5, dtype=torch.float32))),
+    "lerp_end_of_another_dtype_raises": ([(2, 3), (3,)], lambda x, a: torch.lerp(
+        x, a.float(), 0.5)),
+    "adam_steps_in_place_ops": ([(3,), (3,)], _adam_steps),
+    "adam_steps_with_autograd_raises": ([(3,), (3,)], lambda p, g: _adam_steps(p, g, False)),
+    "logsigmoid": ([(5,)], lambda x: F.logsigmoid(x) + torch.nn.LogSigmoid()(x * 2)
+                   + F.logsigmoid(input=x) * 3),
+    "strides": ([(24,)], _strides),
+    "stride_dim_out_of_range_raises": ([(2, 3)], lambda x: x * x.stride(2)),
+    "layer_norm_reset_parameters": ([(2, 3), (3,)], _layer_norm_reset),
+    "linear_forward_by_keyword": ([(2, 3), (2, 3), (2,)], _linear_forward_by_keyword),
+    "keyword_forms": ([(2, 3), (3, 2), (2, 2)], lambda x, w, i: torch.addmm(
+        input=i, mat1=x, mat2=w, beta=0.5, alpha=2.0) + torch.matmul(input=x, other=w)
+        + F.linear(input=x, weight=w.t(), bias=i[0]) + torch.mm(input=x, mat2=w)
+        + torch.add(input=i, other=i, alpha=2) + torch.mul(input=i, other=3.0)
+        + torch.sub(input=i, other=i * 2, alpha=0.5) + torch.div(input=i, other=2.0)
+        + torch.where(condition=i > 0, input=i, other=-i) + torch.maximum(input=i, other=i * i)
+        + torch.exp(input=i) + torch.sum(input=x, dim=1, keepdim=True)
+        + torch.clamp(input=i, min=-0.5, max=0.5) + torch.max(input=i, other=i.t())
+        + x.matmul(other=w) + x.mm(mat2=w) + i.add(other=i, alpha=3) + i.mul(other=i)
+        + i.div(other=i * i + 1) + torch.softmax(input=i, dim=-1)
+        + F.softmax(input=i, dim=0) + F.gelu(input=i) + F.relu(input=i)
+        + torch.transpose(input=i, dim0=0, dim1=1) + torch.reshape(input=x, shape=(3, 2))[:2]
+        + torch.cat(tensors=[i], dim=0) + torch.baddbmm(
+            input=i.unsqueeze(0), batch1=x.unsqueeze(0), batch2=w.unsqueeze(0))[0]),
+    "keyword_forms_in_place": ([(2, 2), (2, 2)], lambda x, y: (x * 1.0).add_(
+        other=y, alpha=2).mul_(other=y).sub_(other=x, alpha=0.5).div_(other=2.0).copy_(
+        other=y * 3) + torch.bmm(input=x.unsqueeze(0), mat2=y.unsqueeze(0))[0]),
+})

@@ -33,6 +33,18 @@ TEST(StandInTorch, HooksRunInPyTorchsOrder) {
       << "see the FAIL lines above";
 }
 
+// Every parameter PyTorch takes by keyword is a parameter of that name in the
+// stand-in, for the ops in common use (tests/surface/keyword_names.py); the
+// real names come from Debian's PyTorch, as the cases' values do.
+TEST(StandInTorch, KeywordNamesMatchRealPyTorch) {
+  std::string script = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/surface/keyword_names.py";
+  std::string json = testing::TempDir() + "torch_signatures.json";
+  std::string cmd = "/usr/bin/python3 " + script + " --real " + json;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "real PyTorch's signatures could not be read";
+  EXPECT_EQ(shardproof::frontend::run_python_script(script, {json}), 0)
+      << "see the FAIL lines above";
+}
+
 // A stand-in tensor used when no trace is recording (a value kept past its
 // run, a finalizer): a Python RuntimeError, not a dereference of a store
 // that is gone (this was a SIGSEGV).

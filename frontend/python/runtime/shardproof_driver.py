@@ -458,6 +458,9 @@ def _run_rank(path, func, world, rank):
         if os.environ.get("SHARDPROOF_TRACEBACK"):  # for shardproof's developers
             traceback.print_exception(e, file=sys.__stderr__)
         file, line = getattr(e, "loc", None) or _user_frame(e.__traceback__, path)
+        if _tracing.signature_gap(e):  # a stand-in function called in a form it does not take
+            return ("unsupported", file, line, f"{e} (this argument form of the stand-in "
+                    "torch is not modelled)")
         if _Phase.current == f"{func}()" and _rejects_configuration(e, file):
             return ("absent", file, line, f"this tree does not build {func}() with this "
                     f"parallel configuration: {type(e).__name__}: {e}")

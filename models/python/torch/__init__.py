@@ -3,6 +3,7 @@ tensor is symbolic or exact, and every op is recorded in the tensor IR."""
 import builtins
 import contextlib
 import functools
+import inspect
 import math
 import operator
 
@@ -345,25 +346,52 @@ def _like(fn):
     """`f_like(t, ...)`: `f(t.shape, ...)` of t's dtype unless one is given;
     it keeps nothing else of t (no graph, requires_grad only if asked)."""
     @_tracing.no_effect(device=_DEVICE, pin_memory=_PINNED)
-    def like(t, *args, dtype=None, layout=None, device=None, requires_grad=False,
+    def like(input, *args, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None, pin_memory=False):
         op = fn.__name__ + "_like"
         _layout_and_format(op, layout, memory_format)
-        return _created(fn(t.shape, *args, dtype=dtype or t.dtype), op, requires_grad)
+        return _created(fn(input.shape, *args, dtype=dtype or input.dtype), op, requires_grad)
     like.__name__ = fn.__name__ + "_like"
     return like
 
 
-zeros_like, ones_like, empty_like, full_like = map(_like, (zeros, ones, empty, full))
+zeros_like, ones_like, empty_like = map(_like, (zeros, ones, empty))
+_full_like = _like(full)
+
+
+@_tracing.no_effect(device=_DEVICE, pin_memory=_PINNED)
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None,
+              requires_grad=False, memory_format=None, pin_memory=False):
+    """_like(full), with fill_value a parameter of its name (PyTorch's)."""
+    return _full_like(input, fill_value, dtype=dtype, layout=layout, device=device,
+                      requires_grad=requires_grad, memory_format=memory_format,
+                      pin_memory=pin_memory)
 
 
 # ---- functions ---------------------------------------------------------------
 def _unary(name):
-    def fn(x, *args, out=None, **kwargs):
-        result = getattr(x, name)(*args, **kwargs)
+    """torch.f(input, ...) as input.f(...), with PyTorch's out=; its
+    signature (for inspect, and tests/surface/keyword_names.py) is the
+    method's, self named input as PyTorch names it."""
+    def fn(input, *args, out=None, **kwargs):
+        result = getattr(input, name)(*args, **kwargs)
         return result if out is None else _write_out(out, result)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
+    method = inspect.signature(getattr(Tensor, name))
+    params = list(method.parameters.values())
+    fn.__signature__ = _with_out(method.replace(
+        parameters=[params[0].replace(name="input")] + params[1:]))
     return fn
+
+
+def _with_out(signature):
+    """`signature` with PyTorch's keyword-only out=None added."""
+    params = list(signature.parameters.values())
+    if "out" in signature.parameters:
+        return signature
+    rest = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    out = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+    return signature.replace(parameters=rest + [out] + params[len(rest):])
 
 
 def _write_out(out, result):
@@ -389,71 +417,80 @@ def _out_form(fn):
         return result if out is None else _write_out(out, result)
     with_out.__name__ = with_out.__qualname__ = fn.__name__
     with_out.__doc__ = fn.__doc__
+    with_out.__signature__ = _with_out(inspect.signature(fn))
     return with_out
 
 
 for _name in ("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "sin", "cos",
               "abs", "neg", "sum", "mean", "var", "amax", "amin", "norm", "square",
               "reciprocal", "clamp", "clip", "clamp_min", "clamp_max", "clamp_",
-              "clip_", "clamp_min_", "clamp_max_", "flatten", "transpose", "permute",
-              "reshape", "squeeze", "unsqueeze", "t", "narrow", "softmax",
+              "clip_", "clamp_min_", "clamp_max_", "flatten", "transpose",
+              "squeeze", "unsqueeze", "t", "narrow", "softmax",
               "log_softmax", "unbind", "select", "clone", "detach", "all", "any",
               "triu", "tril", "topk", "gather", "scatter", "argsort", "index_select",
               "scatter_add", "index_add", "masked_select", "ceil", "floor", "trunc",
               "round", "argmax", "argmin", "lt", "le", "gt", "ge", "eq", "ne",
               "logical_and", "logical_or", "logical_xor", "logical_not", "isinf", "isnan",
-              "isfinite"):
+              "isfinite", "addcmul", "addcdiv", "lerp"):
     globals()[_name] = _unary(_name)
 less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
+matmul, maximum, minimum = _out_form(matmul), _out_form(maximum), _out_form(minimum)
 
 
 @_out_form
-def add(a, b, *, alpha=1):
-    return a + (b * alpha if alpha != 1 else b)
+def add(input, other, *, alpha=1):
+    return input + (other * alpha if alpha != 1 else other)
 
 
 @_out_form
-def sub(a, b, *, alpha=1):
-    return a - (b * alpha if alpha != 1 else b)
+def sub(input, other, *, alpha=1):
+    return input - (other * alpha if alpha != 1 else other)
 
 
 subtract = sub
 
 
 @_out_form
-def mul(a, b):
-    return a * b if isinstance(a, Tensor) else b * a
+def mul(input, other):
+    return input * other if isinstance(input, Tensor) else other * input
 
 
 multiply = mul
 
 
 @_out_form
-def div(a, b, *, rounding_mode=None):
+def div(input, other, *, rounding_mode=None):
     _tracing.only("div", "rounding_mode", rounding_mode, None, "floor")
     if rounding_mode is None:
-        return a / b
+        return input / other
     if builtins.any(isinstance(v, _sp.Term) and not v.is_const
-                    for x in (a, b) for v in np.ravel(_raw(x))):
+                    for x in (input, other) for v in np.ravel(_raw(x))):
         _tracing.unmodelled("div(rounding_mode='floor') of symbolic values")
-    return a // b
+    return input // other
 
 
 divide = true_divide = div
 
 
 @_out_form
-def pow(a, e):
-    return a ** e
+def pow(input, exponent):
+    return input ** exponent
 
 
 def _elementwise_or_reduction(name, elementwise):
     """torch.max/min: `f(x)` over all elements, `f(x, dim, keepdim)` values
     and indices, `f(x, other)` elementwise as torch.maximum/minimum."""
-    def fn(x, dim=None, keepdim=False):
-        if isinstance(dim, Tensor):
-            return elementwise(x, dim)
-        return getattr(x, name)() if dim is None else getattr(x, name)(dim, keepdim)
+    def fn(input, dim=None, keepdim=False, *, other=None, out=None):
+        if other is not None or isinstance(dim, Tensor):
+            if other is not None and dim is not None:
+                raise TypeError(f"{name}() received an invalid combination of arguments: "
+                                "both dim and other")
+            result = elementwise(input, dim if other is None else other)
+        elif dim is None:
+            result = getattr(input, name)()
+        else:
+            result = getattr(input, name)(dim, keepdim)
+        return result if out is None else _write_out(out, result)
     fn.__name__ = name
     return fn
 
@@ -468,39 +505,43 @@ def _matrices(op, ndim, *tensors):
 
 
 @_out_form
-def bmm(a, b):
-    _matrices("bmm", 3, a, b)
-    return matmul(a, b)
+def bmm(input, mat2):
+    _matrices("bmm", 3, input, mat2)
+    return matmul(input, mat2)
 
 
 @_out_form
-def mm(a, b):
-    _matrices("mm", 2, a, b)
-    return matmul(a, b)
+def mm(input, mat2):
+    _matrices("mm", 2, input, mat2)
+    return matmul(input, mat2)
 
 
 @_out_form
-def outer(a, b):
-    """a[i] * b[j] (rotary embeddings' frequency table)."""
-    _matrices("outer", 1, a, b)
-    return a.reshape(-1, 1) * b.reshape(1, -1)
+def outer(input, vec2):
+    """input[i] * vec2[j] (rotary embeddings' frequency table)."""
+    _matrices("outer", 1, input, vec2)
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)
 
 
 ger = outer
 
 
-def _scaled_product_plus(op, ndim):
+def _scaled_product_plus(op, ndim, inp, a, b, beta, alpha):
     """beta * input + alpha * (a @ b); with beta = 0 the input is ignored, as
     PyTorch does (even its NaNs)."""
-    def fn(inp, a, b, *, beta=1, alpha=1):
-        _matrices(op, ndim, a, b)
-        out = matmul(a, b) * alpha if alpha != 1 else matmul(a, b)
-        return out if beta == 0 else out + (inp * beta if beta != 1 else inp)
-    fn.__name__ = op
-    return _out_form(fn)
+    _matrices(op, ndim, a, b)
+    out = matmul(a, b) * alpha if alpha != 1 else matmul(a, b)
+    return out if beta == 0 else out + (inp * beta if beta != 1 else inp)
 
 
-baddbmm, addmm = _scaled_product_plus("baddbmm", 3), _scaled_product_plus("addmm", 2)
+@_out_form
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _scaled_product_plus("addmm", 2, input, mat1, mat2, beta, alpha)
+
+
+@_out_form
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_product_plus("baddbmm", 3, input, batch1, batch2, beta, alpha)
 
 
 def einsum(eq, *ops):
@@ -541,7 +582,9 @@ def einsum(eq, *ops):
     return product.permute(*[kept.index(c) for c in out]) if len(out) > 1 else product
 
 
-def where(cond, a=None, b=None):
+@_out_form
+def where(condition, input=None, other=None):
+    cond, a, b = condition, input, other
     if a is None:
         raise Unsupported("torch.where with one argument (data-dependent shape)")
     if isinstance(cond, Tensor) and cond.dtype not in (_dtypes.bool, _dtypes.uint8):
@@ -585,8 +628,8 @@ def stack(tensors, dim=0):
     return _joined("stack", tensors, lambda arrays: np.stack(arrays, axis=d))
 
 
-def tensor_split(t, indices_or_sections, dim=0):
-    sections = indices_or_sections
+def tensor_split(input, indices_or_sections, dim=0):
+    t, sections = input, indices_or_sections
     if isinstance(sections, Tensor):  # a 0-d count or 1-d split indices
         sections = sections.tolist()
     n = t.shape[dim]
@@ -605,16 +648,24 @@ def tensor_split(t, indices_or_sections, dim=0):
     return tuple(pieces)
 
 
-def numel(t):
-    return t.numel()
+def numel(input):
+    return input.numel()
 
 
-def is_tensor(x):
-    return isinstance(x, Tensor)
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
 
 
-def is_floating_point(x):
-    return x.dtype.is_floating_point
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def permute(input, dims):
+    return input.permute(dims)
 
 
 def _deterministic():

@@ -77,6 +77,8 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
                            function=func, shape=array.shape, dtype=dtype.name,
                            elements=array.ravel().tolist(), parents=parents)
     out = _autograd.attach(Tensor(array, dtype, node), op, vjp, inputs, loc)
+    if all(_row_major(i) for i in inputs if isinstance(i, Tensor)):
+        out._row_major_result = True  # see Tensor._known_strides
     if file not in _tracing.state.harness and file != "<unknown>":
         out._loc = loc
     if saved and out.grad_fn is not None:
@@ -85,6 +87,38 @@ def record(array, dtype, op, category, inputs=(), vjp=None, loc=None, saved=()):
 
 
 SAVED_RESULT = object()  # in `record(saved=...)`: the op's own result
+
+
+def _contiguous_strides(shape):
+    """PyTorch's row-major strides of `shape`, in elements."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _element_strides(array):
+    return tuple(s // array.itemsize for s in array.strides)
+
+
+def _same_layout(shape, a, b):
+    """Equal strides where they matter: a dim of size 1 has no step."""
+    return all(n == 1 or x == y for n, x, y in zip(shape, a, b))
+
+
+def _storage_array(t):
+    """t's values without reading them (a decision deferred until its
+    values are read, _Decided, stays deferred)."""
+    a = t.__dict__.get("_a")
+    return t._a if a is None else a
+
+
+def _row_major(t):
+    """Whether PyTorch's `t.is_contiguous()` is known to be True."""
+    strides = t._known_strides()
+    shape = _storage_array(t).shape
+    return strides is not None and _same_layout(shape, strides, _contiguous_strides(shape))
 
 
 def _saves(a, b):
@@ -459,6 +493,13 @@ class _VersionCounter:
         self.value = 0
 
 
+def _cast(dtype):
+    """Tensor.float() and its kin: to(dtype), with PyTorch's memory_format."""
+    def cast(self, memory_format=None):
+        return self.to(dtype, memory_format=memory_format)
+    return cast
+
+
 class _TensorType(type):
     """`torch.Tensor(...)` called by user code is PyTorch's legacy
     constructor, which shares the name with the stand-in's own
@@ -584,6 +625,8 @@ class Tensor(metaclass=_TensorType):
         else:
             self._a, self._node = value._a, value._node
         self.dtype = value.dtype
+        # Its own storage (new or kept values) is row-major; value's is laid out as value is.
+        self._row_major_result = _row_major(value) if self._a is value._a else True
 
     def _storage_while_built(self, value):
         """What a Parameter re-pointed while the model is built holds: the
@@ -616,6 +659,7 @@ class Tensor(metaclass=_TensorType):
         autograd does not see writes through it, as in PyTorch."""
         alias = Tensor(self._a, self.dtype, self._node)
         alias._data_of = self
+        alias._row_major_result = _row_major(self)
         return alias
 
     data = property(_get_data, _set_data)
@@ -647,6 +691,48 @@ class Tensor(metaclass=_TensorType):
         _tracing.only("is_contiguous", "memory_format", memory_format,
                       None, contiguous_format)
         return _py_bool(self._a.flags.c_contiguous)
+
+    _row_major_result = False  # PyTorch lays this tensor out row-major (see below)
+
+    def _known_strides(self):
+        """PyTorch's strides of this tensor in elements, or None where the
+        stand-in does not know them. An op's result is row-major where its
+        tensor inputs are (PyTorch's elementwise ops lay their result out as
+        their inputs are, other ops allocate it row-major): `record` marks
+        it so. A view's strides are the ones numpy's view of a row-major
+        base has, which are PyTorch's for the view ops modelled (transpose,
+        permute, expand, narrow, select, slicing, unsqueeze, squeeze, view;
+        tests/differential checks them), except a new axis numpy gives the
+        step 0 (`x[None]`), which is not known. Values never depend on this."""
+        base = self.__dict__.get("_base")
+        root = self if base is None else base
+        ra = _storage_array(root)
+        if not root._row_major_result or \
+                not _same_layout(ra.shape, _element_strides(ra), _contiguous_strides(ra.shape)):
+            return None
+        a = _storage_array(self)
+        if base is None:
+            return _contiguous_strides(a.shape)
+        strides = _element_strides(a)
+        if a.size == 0 or any(n == 1 and s == 0 for n, s in zip(a.shape, strides)):
+            return None
+        return strides
+
+    def stride(self, dim=None):
+        """PyTorch's strides (see _known_strides); where they are not known
+        the trace stops, as code may branch on them."""
+        if dim is not None:
+            ndim = self.ndim
+            if ndim == 0:
+                raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+            if not -ndim <= operator.index(dim) < ndim:
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-ndim}, {ndim - 1}], but got {dim})")
+        strides = self._known_strides()
+        if strides is None:
+            _tracing.unmodelled("Tensor.stride() of a tensor laid out after non-contiguous "
+                                "inputs, or of a view the stand-in does not lay out as PyTorch")
+        return strides if dim is None else strides[_dim(dim, self.ndim)]
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -775,16 +861,16 @@ class Tensor(metaclass=_TensorType):
     def type_as(self, other):
         return self.to(other.dtype)
 
-    float = lambda self: self.to(_dtypes.float32)  # noqa: E731
-    half = lambda self: self.to(_dtypes.float16)  # noqa: E731
-    bfloat16 = lambda self: self.to(_dtypes.bfloat16)  # noqa: E731
-    double = lambda self: self.to(_dtypes.float64)  # noqa: E731
-    long = lambda self: self.to(_dtypes.int64)  # noqa: E731
-    int = lambda self: self.to(_dtypes.int32)  # noqa: E731
-    bool = lambda self: self.to(_dtypes.bool)  # noqa: E731
-    short = lambda self: self.to(_dtypes.int16)  # noqa: E731
-    char = lambda self: self.to(_dtypes.int8)  # noqa: E731
-    byte = lambda self: self.to(_dtypes.uint8)  # noqa: E731
+    float = _cast(_dtypes.float32)
+    half = _cast(_dtypes.float16)
+    bfloat16 = _cast(_dtypes.bfloat16)
+    double = _cast(_dtypes.float64)
+    long = _cast(_dtypes.int64)
+    int = _cast(_dtypes.int32)
+    bool = _cast(_dtypes.bool)
+    short = _cast(_dtypes.int16)
+    char = _cast(_dtypes.int8)
+    byte = _cast(_dtypes.uint8)
 
     @_tracing.no_effect(device="every stand-in tensor is on the one device",
                         non_blocking="copies are synchronous here",
@@ -818,13 +904,17 @@ class Tensor(metaclass=_TensorType):
         _tracing.only(op, "memory_format", memory_format,
                       None, contiguous_format, preserve_format)
         order = "C" if memory_format is contiguous_format else "K"
-        return record(np.array(self._a, copy=True, order=order), self.dtype, op, "view",
-                      (self,), lambda g: [g[0]])
+        out = record(np.array(self._a, copy=True, order=order), self.dtype, op, "view",
+                     (self,), lambda g: [g[0]])
+        if order == "C":
+            out._row_major_result = True
+        return out
 
     def detach(self):
         """The same storage and version counter, outside autograd."""
         alias = Tensor(self._a, self.dtype, self._node)
         alias._vc = self._version_counter()
+        alias._row_major_result = _row_major(self)
         return alias
 
     def detach_(self):
@@ -916,6 +1006,8 @@ class Tensor(metaclass=_TensorType):
         return record(-self._a, self.dtype, "neg", "elementwise", (self,),
                       lambda g: [-np.asarray(g[0], dtype=object)])
 
+    neg = __neg__
+
     def __pos__(self):
         """+t is a new tensor with t's values (PyTorch's positive())."""
         return record(self._a, self.dtype, "positive", "elementwise", (self,),
@@ -954,13 +1046,13 @@ class Tensor(metaclass=_TensorType):
         _tracing.only("round", "decimals", decimals, 0)
         return self._rounded("round", builtins.round)
 
-    def __pow__(self, e):
-        if isinstance(e, Tensor):
+    def __pow__(self, exponent):
+        if isinstance(exponent, Tensor):
             raise Unsupported("a tensor exponent")
         A = _saved(self._a)
-        return record(A ** e, self.dtype, "pow", "elementwise", (self,),
-                      lambda g: [np.asarray(g[0], dtype=object) * e *
-                                 np.asarray(A, dtype=object) ** (e - 1)], saved=(self,))
+        return record(A ** exponent, self.dtype, "pow", "elementwise", (self,),
+                      lambda g: [np.asarray(g[0], dtype=object) * exponent *
+                                 np.asarray(A, dtype=object) ** (exponent - 1)], saved=(self,))
 
     pow = __pow__
 
@@ -989,34 +1081,34 @@ class Tensor(metaclass=_TensorType):
     def __rmatmul__(self, o):
         return matmul(o, self)
 
-    def __lt__(self, o):
-        return compare("lt", self, o, np.less)
+    def __lt__(self, other):
+        return compare("lt", self, other, np.less)
 
-    def __le__(self, o):
-        return compare("le", self, o, np.less_equal)
+    def __le__(self, other):
+        return compare("le", self, other, np.less_equal)
 
-    def __gt__(self, o):
-        return compare("gt", self, o, np.greater)
+    def __gt__(self, other):
+        return compare("gt", self, other, np.greater)
 
-    def __ge__(self, o):
-        return compare("ge", self, o, np.greater_equal)
+    def __ge__(self, other):
+        return compare("ge", self, other, np.greater_equal)
 
-    def __eq__(self, o):
-        return compare("eq", self, o, _equal)
+    def __eq__(self, other):
+        return compare("eq", self, other, _equal)
 
-    def __ne__(self, o):
-        return compare("ne", self, o, lambda a, b: ~_as_bool(_equal(a, b)))
+    def __ne__(self, other):
+        return compare("ne", self, other, lambda a, b: ~_as_bool(_equal(a, b)))
 
     __hash__ = object.__hash__
 
-    def __and__(self, o):
-        return compare("logical_and", self, o, np.logical_and)
+    def __and__(self, other):
+        return compare("logical_and", self, other, np.logical_and)
 
-    def __or__(self, o):
-        return compare("logical_or", self, o, np.logical_or)
+    def __or__(self, other):
+        return compare("logical_or", self, other, np.logical_or)
 
-    def __xor__(self, o):
-        return compare("logical_xor", self, o, np.logical_xor)
+    def __xor__(self, other):
+        return compare("logical_xor", self, other, np.logical_xor)
 
     def __invert__(self):
         return compare("logical_not", self, self, lambda a, _: np.logical_not(a))
@@ -1032,7 +1124,15 @@ class Tensor(metaclass=_TensorType):
         finite real (variables are, and so is every term of them that is
         not an extended value: models/terms/term_store.h); an extended
         value is decided by what it is; one outside what shardproof models
-        decides nothing."""
+        decides nothing; one that reads a collective's result not linked yet
+        (any value until then, inf included) stops the trace, and the next
+        tracing pass gives the linked result."""
+        missing = getattr(_sp, "unlinked", lambda _: None)([v for v in self._a.ravel()
+                                if isinstance(v, _sp.Term) and not v.is_const])
+        if missing is not None:
+            raise Unsupported(f"Tensor.{op}() of a collective's result not linked yet "
+                              f"({missing})")
+
         def decide(v):
             if isinstance(v, _sp.Term):
                 if v.is_unmodelled:
@@ -1052,13 +1152,35 @@ class Tensor(metaclass=_TensorType):
     def isfinite(self):
         return self._float_class("isfinite", math.isfinite)
 
-    add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
-    sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
-    mul = __mul__
-    div = __truediv__
-    matmul = __matmul__
-    mm = __matmul__
-    bmm = __matmul__
+    add = lambda self, other, *, alpha=1: self + (other * alpha if alpha != 1 else other)  # noqa: E731,E501
+    sub = lambda self, other, *, alpha=1: self - (other * alpha if alpha != 1 else other)  # noqa: E731,E501
+
+    def mul(self, other):
+        return self * other
+
+    def div(self, other, *, rounding_mode=None):
+        from . import div
+        return div(self, other, rounding_mode=rounding_mode)
+
+    def matmul(self, other):
+        return matmul(self, other)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return addcmul(self, tensor1, tensor2, value)
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        return addcdiv(self, tensor1, tensor2, value)
+
+    def lerp(self, end, weight):
+        return lerp(self, end, weight)
+
+    def mm(self, mat2):
+        from . import mm
+        return mm(self, mat2)
+
+    def bmm(self, batch2):
+        from . import bmm
+        return bmm(self, batch2)
 
     def exp(self):
         return apply_fn("exp", self)
@@ -1589,6 +1711,9 @@ class Tensor(metaclass=_TensorType):
         return old
 
     def _overwrite(self, result):
+        if result._a.shape != self._a.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
         base = getattr(self, "_base", None)
         target = self if base is None else base
         owner = getattr(target, "_data_of", None)  # t.data's storage is t's
@@ -1708,25 +1833,35 @@ class Tensor(metaclass=_TensorType):
                 view._node = record(view._a, view.dtype, "view", "view", (self,))._node
 
     @_tracing.no_effect(non_blocking="copies are synchronous here")
-    def copy_(self, src, non_blocking=False):
-        """Writes src's values in this tensor's format: a copy into a
-        narrower buffer is a narrowing (the comm-dtype rule sees it)."""
+    def copy_(self, other, non_blocking=False):
+        """Writes other's values in this tensor's format: a copy into a
+        narrower buffer is a narrowing (the comm-dtype rule sees it).
+        (PyTorch's Python binding names the source `other`.)"""
         shape = self._a.shape
         return self._overwrite(_movement(
             "copy_", "elementwise", lambda old, new: np.array(np.broadcast_to(new, shape)),
-            (self._old(), src), dtype=self.dtype))
+            (self._old(), other), dtype=self.dtype))
 
-    def add_(self, o, alpha=1):
-        return self._overwrite(self._old() + (o * alpha if alpha != 1 else o))
+    def add_(self, other, *, alpha=1):
+        return self._overwrite(self._old().add(other, alpha=alpha))
 
-    def sub_(self, o, alpha=1):
-        return self._overwrite(self._old() - (o * alpha if alpha != 1 else o))
+    def sub_(self, other, *, alpha=1):
+        return self._overwrite(self._old().sub(other, alpha=alpha))
 
-    def mul_(self, o):
-        return self._overwrite(self._old() * o)
+    def mul_(self, other):
+        return self._overwrite(self._old() * other)
 
-    def div_(self, o):
-        return self._overwrite(self._old() / o)
+    def div_(self, other, *, rounding_mode=None):
+        return self._overwrite(self._old().div(other, rounding_mode=rounding_mode))
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._overwrite(self._old().addcmul(tensor1, tensor2, value=value))
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._overwrite(self._old().addcdiv(tensor1, tensor2, value=value))
+
+    def lerp_(self, end, weight):
+        return self._overwrite(self._old().lerp(end, weight))
 
     # `t += x` and friends write into t's storage (every view sees it), as in
     # PyTorch; without these Python would rebind the name to a new tensor.
@@ -1742,10 +1877,10 @@ class Tensor(metaclass=_TensorType):
     def __itruediv__(self, o):
         return self.div_(o)
 
-    def fill_(self, v):
+    def fill_(self, value):
         return self._overwrite(_movement(
-            "fill_", "elementwise", lambda old, value: np.full(old.shape, value, dtype=old.dtype),
-            (self._old(), v), differentiable=()))
+            "fill_", "elementwise", lambda old, v: np.full(old.shape, v, dtype=old.dtype),
+            (self._old(), value), differentiable=()))
 
     def zero_(self):
         return self.fill_(0.0 if self.dtype.is_floating_point else 0)
@@ -1900,9 +2035,9 @@ class Tensor(metaclass=_TensorType):
         from . import empty
         return empty(*(shape or (size,)), dtype=dtype or self.dtype, **kwargs)
 
-    def outer(self, other):
+    def outer(self, vec2):
         from . import outer
-        return outer(self, other)
+        return outer(self, vec2)
 
     def new_tensor(self, data, dtype=None, **kwargs):
         from . import tensor
@@ -2165,15 +2300,15 @@ def _vjp_minimum(g, A, B):
     return g * w, g * (1 - w)
 
 
-def maximum(a, b):
+def maximum(input, other):
     f = np.frompyfunc(maximum_scalar, 2, 1)
-    return binary("maximum", a, b, lambda x, y: np.asarray(f(x, y), dtype=object),
+    return binary("maximum", input, other, lambda x, y: np.asarray(f(x, y), dtype=object),
                   vjp=_vjp_maximum)
 
 
-def minimum(a, b):
+def minimum(input, other):
     f = np.frompyfunc(minimum_scalar, 2, 1)
-    return binary("minimum", a, b, lambda x, y: np.asarray(f(x, y), dtype=object),
+    return binary("minimum", input, other, lambda x, y: np.asarray(f(x, y), dtype=object),
                   vjp=_vjp_minimum)
 
 
@@ -2233,13 +2368,71 @@ def clamp(x, min=None, max=None, op="clamp"):
                   saved=tuple(t for t in inputs if isinstance(t, Tensor)))
 
 
+def _scalar_argument(op, name, value):
+    """A Scalar argument (addcmul's value=): a Python number, or a 0-dim
+    tensor that needs no gradient, taken as its number, as PyTorch's
+    argument parser takes it."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0 or value.requires_grad:
+            raise TypeError(f"{op}(): argument '{name}' must be Number, not Tensor")
+        return value.item()
+    return value
+
+
+def _scaled(t, value):
+    """value * t, leaving t itself for the literal 1."""
+    return t if type(value) in (builtins.int, float) and value == 1 else t * value
+
+
+def _pointwise(op, input, tensor1, tensor2, value, combine):
+    """input + value * combine(tensor1, tensor2), broadcast together, as one
+    op (its gradients are those of its parts: PyTorch's formulas)."""
+    value = _scalar_argument(op, "value", value)
+    tensors = (input, tensor1, tensor2)
+    if not any(t.dtype.is_floating_point for t in tensors) and \
+            not isinstance(value, (builtins.bool, builtins.int)):
+        _tracing.unmodelled(f"{op} of integer tensors with value={value!r} (PyTorch casts "
+                            "the value to their type)")
+    return relabel(input + _scaled(combine(tensor1, tensor2), value), op, "elementwise",
+                   tensors)
+
+
+def addcmul(input, tensor1, tensor2, value=1):
+    return _pointwise("addcmul", input, tensor1, tensor2, value, lambda a, b: a * b)
+
+
+def addcdiv(input, tensor1, tensor2, value=1):
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future release addcdiv will perform a true division of tensor1 "
+                           "and tensor2.")
+    return _pointwise("addcdiv", input, tensor1, tensor2, value, lambda a, b: a / b)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), weight a number or a tensor (all
+    broadcast together); PyTorch's gradients: (1 - weight) to input, weight
+    to end, end - input to a tensor weight. end and a tensor weight must
+    have input's dtype, as PyTorch requires."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for "
+                           f"'{input.dtype.name.capitalize()}'")
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {input.dtype.name} for `{name}` but got "
+                               f"dtype {t.dtype.name}")
+    inputs = (input, end) + ((weight,) if isinstance(weight, Tensor) else ())
+    return relabel(input + (end - input) * weight, "lerp", "elementwise", inputs)
+
+
 def _shape_args(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = shape[0]
     return tuple(builtins.int(s) for s in shape)
 
 
-def matmul(a, b):
+def matmul(input, other):
+    a, b = input, other
     x, y = _raw(a), _raw(b)
     if x.dtype == object or y.dtype == object:
         x, y = np.asarray(x, dtype=object), np.asarray(y, dtype=object)
@@ -2262,8 +2455,10 @@ def matmul(a, b):
             gy = gy[..., :, 0]
         return [_unbroadcast(gx, X.shape), _unbroadcast(gy, Y.shape)]
 
-    return record(out, _result_dtype(a, b), "matmul", "matmul", (a, b), vjp,
-                  saved=_saves(a, b))
+    result = record(out, _result_dtype(a, b), "matmul", "matmul", (a, b), vjp,
+                    saved=_saves(a, b))
+    result._row_major_result = True  # PyTorch allocates it so, whatever its inputs' layout
+    return result
 
 
 def _narrow_start(size, start, length):
@@ -2281,8 +2476,8 @@ def _narrow_start(size, start, length):
     return start
 
 
-def split(t, split_size_or_sections, dim=0):  # torch.split's parameter names
-    split_size = split_size_or_sections
+def split(tensor, split_size_or_sections, dim=0):  # torch.split's parameter names
+    t, split_size = tensor, split_size_or_sections
     d = _dim(dim, t.ndim)
     n = t._a.shape[d]
     sizes = ([split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
@@ -2298,6 +2493,6 @@ def split(t, split_size_or_sections, dim=0):  # torch.split's parameter names
     return tuple(out)
 
 
-def chunk(t, chunks, dim=0):
-    n = t._a.shape[_dim(dim, t.ndim)]
-    return split(t, -(-n // chunks), dim)
+def chunk(input, chunks, dim=0):
+    n = input._a.shape[_dim(dim, input.ndim)]
+    return split(input, -(-n // chunks), dim)

@@ -5,6 +5,7 @@ import contextlib
 import functools
 import itertools
 import os
+import re
 import sys
 
 import _shardproof as _sp
@@ -161,6 +162,67 @@ def missing_attribute(owner, name, real_names):
     if not name.startswith("_") and name in real_names:
         return NotModelledAttribute(f"{owner}.{name} is not modelled")
     return AttributeError(f"'{owner}' object has no attribute '{name}'")
+
+
+# Python's TypeError for a call its callee's signature does not take; the
+# callee is named by its code's qualified name (Python 3.11: co_qualname).
+_SIGNATURE_ERROR = re.compile(
+    r"^(?P<callee>[\w.<>]+)\(\) (?:got an unexpected keyword argument '(?P<keyword>\w+)'"
+    r"|missing \d+ required (?:positional|keyword-only) arguments?: (?P<missing>.*)"
+    r"|takes (?:from \d+ to )?(?P<takes>\d+) positional arguments? but \d+ (?:was|were) given"
+    r"|got multiple values for argument '\w+'"
+    r"|got some positional-only arguments passed as keyword arguments: .*)$")
+
+
+def _callables_named(qualname):
+    """The live functions whose code has this qualified name."""
+    import gc
+    import types
+    return [f for f in gc.get_objects() if isinstance(f, types.FunctionType)
+            and f.__code__.co_qualname == qualname]
+
+
+def _could_raise(fn, match):
+    """Whether calling `fn` can raise the signature error `match` describes
+    (a function of that name that has the keyword, say, did not)."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    names = {p.name for p in params}
+    if match["keyword"]:
+        return match["keyword"] not in names and \
+            not any(p.kind is p.VAR_KEYWORD for p in params)
+    if match["missing"]:
+        return all(n in names for n in re.findall(r"'(\w+)'", match["missing"]))
+    if match["takes"]:
+        return not any(p.kind is p.VAR_POSITIONAL for p in params)
+    return True
+
+
+def signature_gap(exc):
+    """Whether `exc` is the TypeError of a call of one of the stand-in's own
+    callables (models/python) in an argument form it does not take: an
+    unexpected keyword, a missing argument, too many positional ones. Such a
+    form is one the stand-in does not model (PyTorch may take it: a keyword
+    of its own, an argument it defaults), so the run is "could not prove",
+    not the analysed code's error. A call PyTorch would reject too is
+    reported so as well (never proved). A TypeError of the analysed code's
+    own functions (or any other TypeError) is not a gap: where a function of
+    the code and one of ours share the name, the gap is ours only if the
+    code's own could not have raised it."""
+    if not isinstance(exc, TypeError) or not exc.args or not isinstance(exc.args[0], str):
+        return False
+    match = _SIGNATURE_ERROR.match(exc.args[0])
+    if match is None:
+        return False
+    ours, theirs = [], []
+    for fn in _callables_named(match["callee"]):
+        (ours if fn.__code__.co_filename.startswith(RUNTIME_DIRS[0] + os.sep)
+         else theirs).append(fn)
+    return any(_could_raise(fn, match) for fn in ours) and \
+        not any(_could_raise(fn, match) for fn in theirs)
 
 
 def unmodelled(what):

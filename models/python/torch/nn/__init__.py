@@ -25,8 +25,8 @@ def _module_package():
                           "FeatureAlphaDropout"), "container": (
                   "Sequential", "ModuleList", "ModuleDict", "ParameterList",
                   "ParameterDict"),
-              "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "Softmax",
-                             "LogSoftmax")}
+              "activation": ("GELU", "ReLU", "SiLU", "Tanh", "Sigmoid", "LogSigmoid",
+                             "Softmax", "LogSoftmax")}
     modules.__path__ = []
     for sub, names in layout.items():
         view = types.ModuleType(f"{modules.__name__}.{sub}")

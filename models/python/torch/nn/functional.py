@@ -10,15 +10,15 @@ from .. import _autograd, _dtypes, _tracing
 from .._tensor import Tensor, apply_fn, matmul, record, relabel, _index, _movement
 
 
-def linear(x, weight, bias=None):
-    out = relabel(matmul(x, weight.t()), "linear", "matmul", (x, weight))
+def linear(input, weight, bias=None):
+    out = relabel(matmul(input, weight.t()), "linear", "matmul", (input, weight))
     return out if bias is None else out + bias
 
 
-def gelu(x, approximate="none"):
+def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, not {approximate!r}")
-    return apply_fn("gelu_tanh" if approximate == "tanh" else "gelu", x, "gelu")
+    return apply_fn("gelu_tanh" if approximate == "tanh" else "gelu", input, "gelu")
 
 
 def _result_of(x, out, inplace):
@@ -27,20 +27,27 @@ def _result_of(x, out, inplace):
     return x.copy_(out) if inplace else out
 
 
-def relu(x, inplace=False):
-    return _result_of(x, apply_fn("relu", x), inplace)
+def relu(input, inplace=False):
+    return _result_of(input, apply_fn("relu", input), inplace)
 
 
-def silu(x, inplace=False):
-    return _result_of(x, apply_fn("silu", x), inplace)
+def silu(input, inplace=False):
+    return _result_of(input, apply_fn("silu", input), inplace)
 
 
-def tanh(x):
-    return x.tanh()
+def tanh(input):
+    return input.tanh()
 
 
-def sigmoid(x):
-    return x.sigmoid()
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)); its gradient, through both, is PyTorch's
+    1 - sigmoid(x)."""
+    return relabel(apply_fn("log", apply_fn("sigmoid", input)), "logsigmoid", "activation",
+                   (input,))
 
 
 def _softmax_parts(x, dim):
@@ -63,22 +70,23 @@ def _softmax_input(x, dim, dtype):
 
 
 @_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
-def softmax(x, dim=None, _stacklevel=3, dtype=None):
-    x, dim = _softmax_input(x, dim, dtype)
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x, dim = _softmax_input(input, dim, dtype)
     _, e, total = _softmax_parts(x, dim)
     return relabel(e / total, "softmax", "softmax", (x,))
 
 
 @_tracing.no_effect(_stacklevel="only where the implicit-dim warning points")
-def log_softmax(x, dim=None, _stacklevel=3, dtype=None):
-    x, dim = _softmax_input(x, dim, dtype)
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x, dim = _softmax_input(input, dim, dtype)
     shifted, _, total = _softmax_parts(x, dim)
     return relabel(shifted - total.log(), "log_softmax", "softmax", (x,))
 
 
-def embedding(ids, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of weight by concrete ids; the padding row gets no gradient."""
+    ids = input
     if max_norm is not None:
         _tracing.unmodelled(f"embedding(max_norm={max_norm}, norm_type={norm_type}) "
                             "(renormalises the weight in place)")
@@ -149,7 +157,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 feature_alpha_dropout = alpha_dropout
 
 
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    x = input
     if isinstance(normalized_shape, int):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be "
                         "tuple of ints, not int")
@@ -172,9 +181,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 _PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
-def pad(x, pad, mode="constant", value=None):
+def pad(input, pad, mode="constant", value=None):
     """Constant padding of any trailing dims; reflect / replicate / circular
     of the last 1-3 dims of a batched or unbatched input, as PyTorch."""
+    x = input
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise RuntimeError("Padding length must be divisible by 2 and at most twice the "
                            "number of dimensions of the input")
@@ -207,7 +217,7 @@ def pad(x, pad, mode="constant", value=None):
     return _movement("pad", "view", lambda a: np.pad(a, widths, mode=np_mode), (x,))
 
 
-__all__ = ["linear", "gelu", "relu", "silu", "tanh", "sigmoid", "softmax",
+__all__ = ["linear", "gelu", "relu", "silu", "tanh", "sigmoid", "logsigmoid", "softmax",
            "log_softmax", "embedding", "dropout", "dropout1d", "dropout2d",
            "dropout3d", "layer_norm", "pad", "Tensor"]
 
@@ -563,7 +573,7 @@ fold fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_poo
 fractional_max_pool3d_with_indices gaussian_nll_loss glu grid_sample group_norm
 gumbel_softmax hardshrink hardsigmoid hardswish hardtanh hardtanh_ hinge_embedding_loss
 huber_loss instance_norm interpolate kl_div leaky_relu_ local_response_norm
-logsigmoid lp_pool1d lp_pool2d lp_pool3d margin_ranking_loss max_pool1d
+lp_pool1d lp_pool2d lp_pool3d margin_ranking_loss max_pool1d
 max_pool1d_with_indices max_pool2d max_pool2d_with_indices max_pool3d
 max_pool3d_with_indices max_unpool1d max_unpool2d max_unpool3d mish
 multi_head_attention_forward multi_margin_loss multilabel_margin_loss

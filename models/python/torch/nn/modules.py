@@ -691,10 +691,10 @@ class Sequential(Module):
         for name, m in mods:
             self.add_module(name, m)
 
-    def forward(self, x):
+    def forward(self, input):
         for m in self._modules.values():
-            x = m(x)
-        return x
+            input = m(input)
+        return input
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -841,6 +841,19 @@ def _empty(*shape, dtype=None):
     return empty(*shape, dtype=dtype)
 
 
+def _reset(module, *draws):
+    """A standard layer's reset_parameters called by the analysed code: as
+    torch.nn.init's initialisers are modelled (see nn/init.py), inside the
+    entry the Parameters keep their symbols (a proof covers every value of
+    the weights) and the generator of the layer's device moves on by its
+    random `draws`, as the layer's own initialisation does; later a random
+    initialiser is not modelled."""
+    if not _tracing.state.building and any(t is not None for _, t in draws):
+        _tracing.unmodelled(f"{type(module).__name__}.reset_parameters() outside the "
+                            "entry (a torch.nn.init initialiser)")
+    _random.initialised(module.__dict__.get("_init_device"), *draws)
+
+
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -848,11 +861,17 @@ class Linear(Module):
         self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
         self.bias = Parameter(_empty(out_features, dtype=dtype)) if bias else None
         # reset_parameters' draws move the generator of `device` on (h5).
-        _random.initialised(device, ("kaiming_uniform_", self.weight),
-                            ("uniform_", self.bias))
+        self._init_device = device
+        _random.initialised(device, *self._init_draws())
 
-    def forward(self, x):
-        return F.linear(x, self.weight, self.bias)
+    def _init_draws(self):
+        return ("kaiming_uniform_", self.weight), ("uniform_", self.bias)
+
+    def reset_parameters(self):
+        _reset(self, *self._init_draws())
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
 
 
 class Embedding(Module):
@@ -868,6 +887,7 @@ class Embedding(Module):
         self.padding_idx = padding_idx
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        self._init_device = device
         if _weight is None:
             _weight = _empty(num_embeddings, embedding_dim, dtype=dtype)
             _random.initialised(device, ("normal_", _weight))  # reset_parameters (h5)
@@ -875,8 +895,13 @@ class Embedding(Module):
             raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
         self.weight = Parameter(_weight, requires_grad=not _freeze)
 
-    def forward(self, ids):
-        return F.embedding(ids, self.weight, self.padding_idx, self.max_norm,
+    def reset_parameters(self):
+        """normal_ of the weight, then its padding row zeroed: while the
+        entry builds the model the weight keeps its symbols, as nn.init's."""
+        _reset(self, ("normal_", self.weight))
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm,
                            self.norm_type, self.scale_grad_by_freq, self.sparse)
 
 
@@ -895,8 +920,17 @@ class LayerNorm(Module):
         else:
             self.weight = self.bias = None
 
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+    def reset_parameters(self):
+        """PyTorch's ones_ and zeros_, as nn.init's constant initialisers are
+        modelled (a Parameter keeps its symbols while the entry builds the
+        model; later the values are written)."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class Dropout(Module):
@@ -941,8 +975,8 @@ def _activation(name, fn):
             super().__init__()
             self.args, self.kwargs = a, k
 
-        def forward(self, x):
-            return fn(x, *self.args, **self.kwargs)
+        def forward(self, input):
+            return fn(input, *self.args, **self.kwargs)
     Act.__name__ = Act.__qualname__ = name
     return Act
 
@@ -952,6 +986,7 @@ ReLU = _activation("ReLU", F.relu)
 SiLU = _activation("SiLU", F.silu)
 Tanh = _activation("Tanh", lambda x: x.tanh())
 Sigmoid = _activation("Sigmoid", lambda x: x.sigmoid())
+LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
 Identity = _activation("Identity", lambda x, *a, **k: x)
 
 
@@ -960,8 +995,8 @@ class Softmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x):
-        return F.softmax(x, self.dim, _stacklevel=5)
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
 
 
 class LeakyReLU(Module):
@@ -969,8 +1004,8 @@ class LeakyReLU(Module):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
 
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope, self.inplace)
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
 
 class Flatten(Module):
@@ -978,8 +1013,8 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x):
-        return x.flatten(self.start_dim, self.end_dim)
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
 
 
 class Unflatten(Module):
@@ -987,10 +1022,10 @@ class Unflatten(Module):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
-    def forward(self, x):
-        d = self.dim % x.ndim
-        shape = tuple(x.shape)
-        return x.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
+    def forward(self, input):
+        d = self.dim % input.ndim
+        shape = tuple(input.shape)
+        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
 
 
 class LogSoftmax(Module):
@@ -998,8 +1033,8 @@ class LogSoftmax(Module):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x):
-        return F.log_softmax(x, self.dim, _stacklevel=5)
+    def forward(self, input):
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class _Loss(Module):
@@ -1069,7 +1104,7 @@ Hardshrink Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss InstanceN
 InstanceNorm2d InstanceNorm3d KLDivLoss LPPool1d LPPool2d LPPool3d LSTM LSTMCell
 LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d LazyConv3d
 LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d
-LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LocalResponseNorm LogSigmoid
+LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LocalResponseNorm
 MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish
 MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss MultiheadAttention
 NLLLoss2d PReLU PairwiseDistance PixelShuffle PixelUnshuffle

@@ -1,5 +1,5 @@
 from .. import _tracing
-from .._tensor import Tensor, fresh
+from .._tensor import Tensor, fresh, _row_major
 
 
 class Parameter(Tensor):
@@ -18,6 +18,9 @@ class Parameter(Tensor):
         self.__dict__.update({k: v for k, v in data.__dict__.items()
                               if k not in ("_a", "dtype", "_node", "_grad",
                                            "grad_fn", "requires_grad")})
+        # Its values are new, row-major; PyTorch's Parameter shares data's
+        # storage, so it has data's strides (Tensor.stride).
+        self._row_major_result = _row_major(data)
 
     def __repr__(self):
         return f"Parameter(shape={list(self.shape)}, dtype={self.dtype})"
