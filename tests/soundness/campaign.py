@@ -295,7 +295,8 @@ def report(records, seconds, command, save_dir, planned=None, note=None):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", default="0:300", help="A:B, the half-open seed range")
+    parser.add_argument("--seeds", default="0:300", help="A:B, the half-open seed range, "
+                        "or seeds S,T,... (not with --from-log)")
     parser.add_argument("--shardproof", default=os.path.join(ROOT, "build", "shardproof"))
     parser.add_argument("--timeout", type=float, default=60, help="seconds per program")
     parser.add_argument("--proof-timeout", type=float,
@@ -339,7 +340,11 @@ def main(argv):
             f.write(report(records, args.seconds or 0, command, args.save, last - first,
                            args.note))
         return 0
-    first, last = map(int, args.seeds.split(":"))
+    if ":" in args.seeds:
+        first, last = map(int, args.seeds.split(":"))
+        seeds = range(first, last)
+    else:  # a list of seeds (those of earlier disagreements)
+        seeds = [int(s) for s in args.seeds.split(",")]
     import truth  # noqa: F401  (before the workers fork: they all run this code)
     log = open(args.log, "w") if args.log else None
     start = time.time()
@@ -350,8 +355,8 @@ def main(argv):
         with open(args.report, "w") as f:
             f.write(report(records, time.time() - start, command, args.save, planned))
 
-    progress = (lambda records: write_report(records, last - first)) if args.report else None
-    seeds = select(range(first, last), args.families, args.bugs)
+    progress = (lambda records: write_report(records, len(seeds))) if args.report else None
+    seeds = select(seeds, args.families, args.bugs)
     if args.limit is not None:
         seeds = seeds[:args.limit]
     records = campaign(seeds, os.path.abspath(args.shardproof), args.timeout,
