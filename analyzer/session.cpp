@@ -250,7 +250,12 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
     return CheckRun{std::move(context.findings), std::move(context.obligations)};
   };
   path.checked = run(path.traced.ranks);
-  if (path.checked.refutes())
+  // A rank given a collective's linked result as terms holds them as the
+  // declared layouts bound the leaves: another layout cannot be tried on it.
+  const bool given_terms =
+      std::any_of(path.traced.ranks.begin(), path.traced.ranks.end(),
+                  [](const ir::Trace &rank) { return rank.given_linked_terms; });
+  if (path.checked.refutes() && !given_terms)
     if (auto inferred = infer_parameter_layouts(path.traced.ranks, path.checked, run)) {
       path.checked = std::move(inferred->run);
       for (const InferredLayout &layout : inferred->layouts)

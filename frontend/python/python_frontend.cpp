@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 namespace shardproof::frontend {
 
@@ -98,17 +99,43 @@ bool learn(Known &known, const typename Known::key_type &key,
   return true;
 }
 
+// Whether every term of `linked` is over the reference's inputs: its leaf
+// elements (`inputs`, which every pass shares, the reference being traced
+// once) and concrete values, no collective's result left unresolved, no
+// rank's own value (a leaf with no counterpart, uninitialised memory).
+bool over_reference(const terms::TermStore &store,
+                    const std::unordered_set<terms::TermId> &inputs,
+                    const std::vector<terms::TermId> &linked) {
+  std::unordered_set<terms::TermId> seen;
+  std::vector<terms::TermId> stack(linked.begin(), linked.end());
+  while (!stack.empty()) {
+    terms::TermId t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second)
+      continue;
+    if (store.is_unmodelled(t) || (store.is_var(t) && !inputs.contains(t)))
+      return false;
+    const auto &args = store.node(t).args;
+    stack.insert(stack.end(), args.begin(), args.end());
+  }
+  return true;
+}
+
 // What a call's linked result makes known: every element, when all link to
-// constants (or the call was known before: it must link the same again); of
-// a point-to-point message, each element that links to a constant, the
-// others left the receiver's own placeholders (a receiver reads a header of
-// sizes from a buffer whose tail the sender never wrote).
+// constants, or when the rank `needed` it (a decision or a finiteness
+// question read it before it was linked) and it is over the reference's
+// inputs (over_reference): terms; a call known before must link the same
+// again. Of a point-to-point message, each element that links to a
+// constant, the others left the receiver's own placeholders (a receiver
+// reads a header of sizes from a buffer whose tail the sender never wrote).
 std::optional<std::vector<terms::TermId>>
 known_result(const terms::TermStore &store, const ir::Collective &call,
-             const std::vector<terms::TermId> &linked, bool known_before) {
+             const std::vector<terms::TermId> &linked, bool known_before, bool needed,
+             const std::unordered_set<terms::TermId> &inputs) {
   auto constant = [&](terms::TermId t) { return store.is_const(t); };
   if (call.kind != ir::CollectiveKind::SendRecv) {
-    if (known_before || std::all_of(linked.begin(), linked.end(), constant))
+    if (known_before || std::all_of(linked.begin(), linked.end(), constant) ||
+        (needed && over_reference(store, inputs, linked)))
       return linked;
     return std::nullopt;
   }
@@ -138,14 +165,19 @@ struct SameKnown {
   }
 };
 
-// Links the ranks' partial traces of one pass and records, in `known`, the
-// collective results that link to constants and, on a path, the values at its
+// Links the ranks' partial traces of one pass (their leaves bound to the
+// reference's, as the checks link them) and records, in `known`, the
+// collective results that link to constants or, where a rank needed them,
+// to terms over the reference's inputs and, on a path, the values at its
 // witness of the others.
-void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &ranks,
+void learn_known_results(terms::TermStore &store, const ir::Trace &reference,
+                         const std::vector<ir::Trace> &ranks,
                          const std::optional<terms::Witness> &witness,
                          std::vector<KnownResults> &known, Learned &learned) {
-  ir::Trace reference; // linking ranks to each other needs none
   ir::LinkedProgram program(store, reference, ranks);
+  std::unordered_set<terms::TermId> inputs;
+  for (const ir::Leaf &leaf : reference.leaves)
+    inputs.insert(leaf.elements.begin(), leaf.elements.end());
   terms::WitnessNames names; // every rank's: a result reads other ranks' values
   for (const ir::Trace &rank : ranks)
     names.insert(rank.witness_names.begin(), rank.witness_names.end());
@@ -158,8 +190,11 @@ void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
           program.linked(static_cast<int>(r), call.outputs);
       const bool message = call.kind == ir::CollectiveKind::SendRecv;
       auto key = ir::known_collective_key(call.group, call.sequence, message);
-      auto constants =
-          known_result(store, call, linked, known[r].constants.contains(key));
+      const auto &needs = ranks[r].needs_linked;
+      const bool needed = std::any_of(call.outputs.begin(), call.outputs.end(),
+                                      [&](terms::TermId p) { return needs.contains(p); });
+      auto constants = known_result(store, call, linked, known[r].constants.contains(key),
+                                    needed, inputs);
       if (constants) {
         if (learn(known[r].constants, key, *constants, SameKnown{store, message},
                   learned))
@@ -179,14 +214,18 @@ void learn_known_results(terms::TermStore &store, const std::vector<ir::Trace> &
 
 // Traces every rank, in passes: a rank whose code turns a collective's result
 // into a Python number (token counts that size an all-to-all) stops at a
-// placeholder, since results exist only once the ranks are linked. When the
-// ranks' partial traces link some collectives to constants (or, on a path,
-// to values at its witness that a decision reads), the ranks are traced again
-// with those results known, until they all finish or a pass learns nothing.
-// The last pass is checked: linking its collectives must give the values it
-// ran with (else it runs again with the new ones), or after the last pass
-// the traces are not trusted.
-std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
+// placeholder, since results exist only once the ranks are linked; so does
+// one that decides on it (a clipping coefficient from an all-reduced norm)
+// or asks whether it is finite (an overflow flag). When the ranks' partial
+// traces link some collectives to constants, or those a rank needed to terms
+// over the reference's inputs (else, on a path, to values at its witness
+// that a decision reads), the ranks are traced again with those results
+// known, until they all finish or a pass learns nothing. The last pass is
+// checked: linking its collectives must give the constants and terms it ran
+// with (else it runs again with the new ones), or after the last pass the
+// traces are not trusted.
+std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &reference,
+                                   int world,
                                    const std::optional<terms::Witness> &witness,
                                    std::optional<TraceFailure> &failure,
                                    RankTracer &trace_rank) {
@@ -203,7 +242,13 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, int world,
     if (!failure && pass == 1)
       return ranks; // nothing ran with known results: nothing to check
     Learned learned;
-    learn_known_results(store, ranks, witness, known, learned);
+    for (int r = 0; r < world; ++r) // what this pass ran with
+      for (const auto &[key, values] : known[r].constants)
+        ranks[r].given_linked_terms =
+            ranks[r].given_linked_terms ||
+            !std::all_of(values.begin(), values.end(),
+                         [&](terms::TermId t) { return store.is_concrete(t); });
+    learn_known_results(store, reference, ranks, witness, known, learned);
     if (failure && failure->kind != TraceFailure::Kind::Unsupported)
       return ranks;
     const auto &changed = learned.changed_constant;
@@ -283,8 +328,8 @@ TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &targe
   RankTracer tracer(store, target, options, program.reference, program.failure);
   tracer(1, 0, terms::VarKind::Reference, program.reference, {});
   if (!program.failure)
-    program.ranks =
-        trace_ranks(store, options.world, options.witness, program.failure, tracer);
+    program.ranks = trace_ranks(store, program.reference, options.world, options.witness,
+                                program.failure, tracer);
   if (!target.environment.empty()) // a recipe that builds a framework tree
     mark_harness(program, target.path);
   program.sources = read_sources(program);

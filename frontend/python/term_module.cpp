@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace shardproof::frontend {
 
@@ -240,6 +241,62 @@ std::optional<std::vector<double>> witness_values(std::span<const TermId> roots)
       g_context->known_placeholders ? *g_context->known_placeholders : kNone);
 }
 
+// The collective placeholders `roots` read: results this run holds as
+// placeholders, not as the values the ranks are linked to. Until then one
+// may be any value PyTorch can hold, an infinity or NaN included (a rank
+// that sends inf). Each is recorded as needed: the next tracing pass gives
+// its call's linked result as terms where it can (python_frontend.cpp).
+std::vector<TermId> unlinked(std::span<const TermId> roots) {
+  std::vector<TermId> found;
+  std::unordered_set<TermId> seen;
+  std::vector<TermId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    TermId t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second)
+      continue;
+    if (store().is_var(t)) {
+      if (store().variable(t).kind == terms::VarKind::Placeholder)
+        found.push_back(t);
+      continue;
+    }
+    const auto &args = store().node(t).args;
+    stack.insert(stack.end(), args.begin(), args.end());
+  }
+  g_context->trace->needs_linked.insert(found.begin(), found.end());
+  return found;
+}
+
+// What stops a run that asks `what` of a collective's result it holds as a
+// placeholder (unlinked): the call, and why no pass gave it.
+PyObject *unlinked_error(const std::string &what, TermId placeholder) {
+  ++g_symbolic_stops;
+  const terms::Variable &v = store().variable(placeholder);
+  PyErr_Format(g_symbolic_error,
+               "%s reads a collective's result not linked yet (%s from %s): a later "
+               "tracing pass gives it as terms only where it links to values of the "
+               "reference's inputs that every rank reached",
+               what.c_str(), v.name.c_str(), v.origin.c_str());
+  return nullptr;
+}
+
+// A comparison with an infinity or NaN is folded as for a finite real
+// (term_store.h): of a placeholder, that is known only once it is linked.
+bool finite_or_linked(TermId x, TermId y, const char *what) {
+  auto infinite = [](TermId t) {
+    return store().is_extended(t) && !store().is_unmodelled(t);
+  };
+  for (auto [a, b] : {std::pair{x, y}, std::pair{y, x}})
+    if (infinite(a) && !store().is_concrete(b)) {
+      TermId roots[] = {b};
+      if (auto missing = unlinked(roots); !missing.empty()) {
+        unlinked_error(what, missing.front());
+        return false;
+      }
+    }
+  return true;
+}
+
 // Where a truth value was asked for: the analysed code's line, as the
 // stand-in names it (torch._tracing.location), else the innermost frame.
 ir::SourceLoc python_location() {
@@ -286,6 +343,10 @@ int decide(TermId x) {
       bool holds = value->front() != 0;
       record_decision(x, holds, python_location(), "a branch on a comparison");
       return holds;
+    }
+    if (auto missing = unlinked(roots); !missing.empty()) {
+      unlinked_error("a branch on a comparison", missing.front());
+      return -1;
     }
   }
   symbolic_error("a Python truth value");
@@ -346,23 +407,40 @@ PyObject *term_int(PyObject *a) {
   return python_int(truncated);
 }
 
+// binary() for a comparison, which with an infinity or NaN needs a
+// collective's result linked (finite_or_linked).
+template <typename Fn> PyObject *comparison(PyObject *a, PyObject *b, Fn fn) {
+  auto x = to_term(a);
+  auto y = x ? to_term(b) : std::nullopt;
+  if (!x || !y) {
+    if (PyErr_Occurred())
+      return nullptr;
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  if (!finite_or_linked(*x, *y, "a comparison with an infinity or NaN"))
+    return nullptr;
+  return wrap_checked(fn(*x, *y), "a comparison");
+}
+
 PyObject *term_richcompare(PyObject *a, PyObject *b, int op) {
+  PyObject *result = nullptr;
   switch (op) {
   case Py_LT:
-    return binary(
-        a, b, [](TermId x, TermId y) { return store().lt(x, y); }, "a comparison");
+    result = comparison(a, b, [](TermId x, TermId y) { return store().lt(x, y); });
+    break;
   case Py_LE:
-    return binary(
-        a, b, [](TermId x, TermId y) { return store().le(x, y); }, "a comparison");
+    result = comparison(a, b, [](TermId x, TermId y) { return store().le(x, y); });
+    break;
   case Py_GT:
-    return binary(
-        a, b, [](TermId x, TermId y) { return store().lt(y, x); }, "a comparison");
+    result = comparison(a, b, [](TermId x, TermId y) { return store().lt(y, x); });
+    break;
   case Py_GE:
-    return binary(
-        a, b, [](TermId x, TermId y) { return store().le(y, x); }, "a comparison");
+    result = comparison(a, b, [](TermId x, TermId y) { return store().le(y, x); });
+    break;
   default:
     Py_RETURN_NOTIMPLEMENTED; // == and != keep object identity
   }
+  return result;
 }
 
 Py_hash_t term_hash(PyObject *a) {
@@ -482,6 +560,14 @@ PyObject *float_richcompare(PyObject *a, PyObject *b, int op) {
     return store().is_extended(t) && store().extended_value(t) == terms::Extended::NaN;
   };
   bool equal = !is_nan(*x) && !is_nan(*y);
+  if (!finite_or_linked(*x, *y, "a comparison with an infinity or NaN"))
+    return nullptr;
+  if (equal && *x == *y && !store().is_concrete(*x)) {
+    // x == x is false for NaN: known of a collective's result once linked.
+    TermId roots[] = {*x};
+    if (auto missing = unlinked(roots); !missing.empty())
+      return unlinked_error("a comparison of a value with itself", missing.front());
+  }
   if (equal && *x != *y) {
     for (auto [lhs, rhs] : {std::pair{*x, *y}, std::pair{*y, *x}}) {
       TermId less = store().lt(lhs, rhs);
@@ -741,12 +827,32 @@ PyObject *py_witness(PyObject *, PyObject *args) {
   if (PyErr_Occurred())
     return nullptr;
   auto values = witness_values(roots);
-  if (!values)
+  if (!values) {
+    unlinked(roots); // what the next pass is to give
     Py_RETURN_NONE;
+  }
   PyObject *out = PyList_New(static_cast<Py_ssize_t>(values->size()));
   for (std::size_t i = 0; out && i < values->size(); ++i)
     PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), PyFloat_FromDouble((*values)[i]));
   return out;
+}
+
+// unlinked(terms) -> None, or "NAME from FILE:LINE" of a collective's result
+// the terms read that this run holds as a placeholder (every one is recorded
+// as needed by the next tracing pass): what cannot yet be asked whether it
+// is finite.
+PyObject *py_unlinked(PyObject *, PyObject *args) {
+  PyObject *seq;
+  if (!PyArg_ParseTuple(args, "O", &seq))
+    return nullptr;
+  std::vector<TermId> roots = term_list(seq);
+  if (PyErr_Occurred())
+    return nullptr;
+  auto missing = unlinked(roots);
+  if (missing.empty())
+    Py_RETURN_NONE;
+  const terms::Variable &v = store().variable(missing.front());
+  return PyUnicode_FromFormat("%s from %s", v.name.c_str(), v.origin.c_str());
 }
 
 // assume(conditions, holds, what, file, line): decisions made at the witness.
@@ -1267,6 +1373,9 @@ PyMethodDef module_methods[] = {
      "take_symbolic_stops() -> stops at symbolic control flow since the last call"},
     {"witness", in_trace<py_witness>, METH_VARARGS,
      "witness(terms): their values at the path's witness, or None"},
+    {"unlinked", in_trace<py_unlinked>, METH_VARARGS,
+     "unlinked(terms): a collective's result they read that is not linked yet, or "
+     "None"},
     {"assume", in_trace<py_assume>, METH_VARARGS,
      "assume(conditions, holds, what, file, line): decisions made at the witness"},
     {"evaluate", in_trace<py_evaluate>, METH_VARARGS,

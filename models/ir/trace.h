@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,14 @@ struct Trace {
   // How the witness values this run's variables that are not named as the
   // reference's (a leaf element: the reference element it is bound to).
   terms::WitnessNames witness_names;
+  // Collective placeholders whose linked value the run asked for before any
+  // pass gave it (a decision's witness value, whether it is finite): the
+  // next pass gives their calls' linked results as terms where it can.
+  std::set<TermId> needs_linked;
+  // Whether the run was given a collective's linked result as terms over the
+  // reference's variables (not constants only): its terms then hold the
+  // other ranks' values as the leaves were bound when they were linked.
+  bool given_linked_terms = false;
 
   NodeId add_node(Node node);
   const Node &node(NodeId id) const { return nodes.at(id); }

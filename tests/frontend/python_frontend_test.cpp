@@ -1,6 +1,8 @@
 // The Python frontend through its seam (frontend/frontend.h): what it traces,
 // the sources it hands back, and the environment a target runs in.
 #include "frontend/python/python_frontend.h"
+#include "models/ir/linker.h"
+#include "models/terms/evaluate.h"
 
 #include <Python.h>
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <unordered_set>
 
 using namespace shardproof;
 
@@ -118,4 +121,74 @@ TEST(PythonFrontend, UserPythonPathTakesFoldersAndAVirtualEnvironment) {
   EXPECT_THROW(frontend::user_python_path({"/no/such/folder"}, nullptr),
                std::invalid_argument);
   EXPECT_TRUE(frontend::user_python_path({}, "").empty());
+}
+
+// Tracing passes (python_frontend.cpp, trace_ranks): a rank that decides on
+// a collective's result, or asks whether it is finite, stops at the
+// placeholder; the next pass gives it the linked result as terms over the
+// reference's inputs (tests/frontend/linked_results.py).
+namespace {
+const std::string kLinked =
+    std::string(SHARDPROOF_SOURCE_DIR) + "/tests/frontend/linked_results.py";
+
+frontend::TracedProgram trace_linked(terms::TermStore &store, const std::string &entry) {
+  frontend::PythonFrontend python;
+  return python.trace(store, frontend::parse_target(kLinked + "::" + entry),
+                      {.world = 2, .witness = terms::Witness{}});
+}
+} // namespace
+
+TEST(PythonFrontendPasses, ADecisionOnAnAllReducedSumIsRecordedOverItsLinkedTerms) {
+  terms::TermStore store;
+  frontend::TracedProgram traced = trace_linked(store, "entry");
+  ASSERT_FALSE(traced.failure) << traced.failure->message;
+  std::unordered_set<terms::TermId> inputs;
+  for (const ir::Leaf &leaf : traced.reference.leaves)
+    inputs.insert(leaf.elements.begin(), leaf.elements.end());
+  ir::LinkedProgram program(store, traced.reference, traced.ranks);
+  for (const ir::Trace &rank : traced.ranks) {
+    EXPECT_TRUE(rank.given_linked_terms) << rank.rank;
+    ASSERT_EQ(rank.path.size(), 1u) << rank.rank;
+    // The condition reads the reference's four inputs, no placeholder: the
+    // sum of both ranks' squares.
+    terms::TermId condition[] = {rank.path[0].condition};
+    std::vector<terms::TermId> read = terms::variables_of(store, condition);
+    EXPECT_EQ(read.size(), 4u) << store.to_string(condition[0]);
+    for (terms::TermId v : read)
+      EXPECT_TRUE(inputs.contains(v)) << store.variable(v).name;
+    // The call is still recorded with its placeholders, and linking the last
+    // pass gives the terms it ran with.
+    ASSERT_EQ(rank.collectives.size(), 1u);
+    const ir::Collective &call = rank.collectives[0];
+    EXPECT_EQ(store.variable(call.outputs[0]).kind, terms::VarKind::Placeholder);
+    std::vector<terms::TermId> linked = program.linked(rank.rank, call.outputs);
+    std::vector<terms::TermId> roots(linked.begin(), linked.end());
+    EXPECT_EQ(terms::variables_of(store, roots), read);
+  }
+}
+
+TEST(PythonFrontendPasses, WhetherAnAllReducedInfinityIsInfiniteIsAskedOfItsLinkedValue) {
+  // Rank 1 sends inf, so both ranks' flags are inf and both return x * 2
+  // (the reference, alone, x * 3): isinf of the placeholder stopped pass 1.
+  terms::TermStore store;
+  frontend::TracedProgram traced = trace_linked(store, "entry_inf_from_one_rank");
+  ASSERT_FALSE(traced.failure) << traced.failure->message;
+  ir::LinkedProgram program(store, traced.reference, traced.ranks);
+  terms::DoubleEvaluator at_one(store, [](terms::TermId) { return 1.0; });
+  EXPECT_EQ(at_one(traced.reference.outputs.at(0).elements.at(0)), 3.0);
+  for (const ir::Trace &rank : traced.ranks) {
+    terms::TermId mine = program.linked(rank.rank, rank.outputs.at(0).elements.at(0));
+    EXPECT_EQ(at_one(mine), 2.0) << rank.rank << ": " << store.to_string(mine);
+  }
+}
+
+TEST(PythonFrontendPasses, AResultNoReferenceInputGivesIsNeverAnsweredAsFinite) {
+  terms::TermStore store;
+  frontend::TracedProgram traced = trace_linked(store, "entry_uninitialised");
+  ASSERT_TRUE(traced.failure);
+  EXPECT_EQ(traced.failure->kind, frontend::TraceFailure::Kind::Unsupported);
+  EXPECT_NE(traced.failure->message.find("Tensor.isfinite() of a collective's result "
+                                         "not linked yet (all_reduce#0@rank0[0]"),
+            std::string::npos)
+      << traced.failure->message;
 }

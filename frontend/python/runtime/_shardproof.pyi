@@ -58,6 +58,11 @@ def witness(terms: Sequence[Number]) -> Optional[list[float]]:
     """The terms' values at the path's witness (models/terms/witness.h), or
     None: no path to decide on, or a term reads a collective's result not
     linked yet or an unmodelled value."""
+def unlinked(terms: Sequence[Number]) -> Optional[str]:
+    """"NAME from FILE:LINE" of a collective's result the terms read that this
+    run holds as a placeholder, not linked yet (each is recorded: the next
+    tracing pass gives its linked value as terms where it can), or None.
+    Until linked it may be any value, an infinity or NaN included."""
 def assume(conditions: Sequence[Term], holds: Sequence[bool], what: str, file: str,
            line: int) -> None:
     """Records value-dependent decisions made at the witness: each comparison

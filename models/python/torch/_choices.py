@@ -38,6 +38,19 @@ def witness(array, what):
     return values
 
 
+def stop_unlinked(what, terms):
+    """Stops the run where `what` (whether a value is finite) would read a
+    collective's result this run holds as a placeholder: until the ranks are
+    linked it may be any value, inf and NaN included. The next tracing pass
+    gives the linked result (_shardproof.unlinked records what is needed)."""
+    missing = _sp.unlinked(terms)
+    if missing is not None:
+        raise _tracing.Unsupported(
+            f"{what} of a collective's result not linked yet ({missing}): a later "
+            "tracing pass gives it as terms only where it links to values of the "
+            "reference's inputs that every rank reached")
+
+
 def assume(conditions, holds, what, loc=None):
     """Records that each comparison term in `conditions` came out as in
     `holds` at the witness (concrete ones hold for every input)."""

@@ -1127,11 +1127,8 @@ class Tensor(metaclass=_TensorType):
         decides nothing; one that reads a collective's result not linked yet
         (any value until then, inf included) stops the trace, and the next
         tracing pass gives the linked result."""
-        missing = getattr(_sp, "unlinked", lambda _: None)([v for v in self._a.ravel()
-                                if isinstance(v, _sp.Term) and not v.is_const])
-        if missing is not None:
-            raise Unsupported(f"Tensor.{op}() of a collective's result not linked yet "
-                              f"({missing})")
+        _choices.stop_unlinked(f"Tensor.{op}()", [
+            v for v in self._a.ravel() if isinstance(v, _sp.Term) and not v.is_const])
 
         def decide(v):
             if isinstance(v, _sp.Term):

@@ -1,0 +1,38 @@
+# The overflow check is not all-reduced: each rank skips the step when its
+# own partition of the gradients is past the limit, so one rank skips while
+# another steps, and the replicas drift apart.
+import torch
+import torch.distributed as dist
+
+BATCH, HIDDEN, OUTPUTS = 4, 3, 2
+LIMIT = 3.0
+
+
+def overflowed(parameters):
+    flat = torch.cat([p.grad.reshape(-1) for p in parameters])
+    partition = flat.chunk(dist.get_world_size())[dist.get_rank()]
+    found_inf = partition.abs().amax().reshape(1)  # never all-reduced
+    return found_inf.item() > LIMIT
+
+
+def entry():
+    model = torch.nn.Linear(HIDDEN, OUTPUTS)
+    batch = torch.randn(BATCH, HIDDEN)
+    world = dist.get_world_size()
+
+    def average_gradients():
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad.div_(world)
+
+    def step_unless_overflow():
+        parameters = list(model.parameters())
+        if overflowed(parameters):
+            return  # skipped, as the scaler skips a step with inf in it
+        with torch.no_grad():
+            for p in parameters:
+                p.add_(p.grad, alpha=-0.1)
+
+    return {"model": model, "inputs": (batch.chunk(world)[dist.get_rank()],),
+            "loss": lambda out: (out * out).sum() / out.shape[0],
+            "finalize_grads": average_gradients, "step": step_unless_overflow}
