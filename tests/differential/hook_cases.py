@@ -145,6 +145,18 @@ def custom_function(torch, w):
     (out * fn.apply(out, 0.5, bias)).sum().backward()
 
 
+def layer_norm_parameters(torch, w):
+    # layer_norm is one node in PyTorch: its weight's and bias's
+    # AccumulateGrads are ready together (a gradient bucket of the two
+    # reduced from the weight's hook misses the bias's gradient).
+    F = torch.nn.functional
+    x = w.leaf("x", matrix(3, 4, 0.2))
+    weight, bias = w.leaf("weight", data(4, 1.0, 0.5)), w.leaf("bias", data(4, 1.0, 0.8))
+    gate = w.leaf("gate", data(4, 1.0, 0.1))
+    h = w.tensor("h", F.layer_norm(x, (4,), weight, bias, 1e-5))
+    (h * torch.sigmoid(h * gate)).sum().backward()
+
+
 def stack_many_leaves(torch, w):
     # One node delivers to six AccumulateGrads at once: they leave the ready
     # queue in the order of its heap.
@@ -309,7 +321,7 @@ def full_backward_pre_hooks(torch, w):
 
 CASES = {f.__name__: f for f in (
     mlp_two_layers, shared_input_twice, tied_weights, branches_of_different_depth,
-    custom_function, stack_many_leaves, hook_replaces_gradient, module_backward_hooks,
+    custom_function, layer_norm_parameters, stack_many_leaves, hook_replaces_gradient, module_backward_hooks,
     reentrant_checkpoint, several_roots, checkpoint_two_outputs, backward_inside_a_hook,
     custom_backward_without_gradient,
     undefined_gradient_leaf,

@@ -210,6 +210,78 @@ def attach(out, name, vjp, inputs, loc=None):
     return out
 
 
+def one_node(name, fn, inputs):
+    """fn(*inputs), differentiated as one node with an edge per input, for
+    an op PyTorch's autograd records as one node (layer_norm's
+    NativeLayerNormBackward): the engine then reaches its inputs' nodes at
+    once, in input order, as PyTorch's does, whatever nodes the stand-in
+    builds it from (those run inside the node's backward, without hooks)."""
+    if not requires_grad(inputs):
+        return fn(*inputs)
+    Tensor = _tensor_type()
+    loc = _tracing.location()
+    first = next(_SEQUENCE) + 1  # nodes made from here on are fn's own
+    inner = []
+    for i in inputs:
+        if isinstance(i, Tensor) and i.requires_grad:
+            i = i.detach()
+            i.requires_grad = True
+        inner.append(i)
+    out = fn(*inner)
+    root, inner_nodes = out.grad_fn, []
+    stack, seen = [root], set()
+    while stack:  # fn's nodes: a node made before it reads a tensor not given
+        node = stack.pop()
+        if node is None or isinstance(node, AccumulateGrad) or id(node) in seen:
+            continue
+        if node.sequence_nr < first:
+            _tracing.unmodelled(f"{name} on a tensor it was not given")
+        seen.add(id(node))
+        inner_nodes.append(node)
+        stack.extend(fn_ for fn_, _ in node.next_functions)
+
+    def vjp(grads):
+        return _inner_backward(root, out._output_nr, grads[0], inner, inner_nodes)
+
+    node = GradNode(name, vjp, tuple(inputs), loc, takes_tensors=True)
+    # Its check of saved tensors is its parts' (an in-place write, a freed graph).
+    node.saved = tuple(entry for n in inner_nodes for entry in n.saved)
+    out.grad_fn, out._output_nr = node, 0
+    return out
+
+
+def _inner_backward(root, nr, grad, leaves, nodes):
+    """The gradients of `leaves` from `grad` at the output of `root`, over
+    the private nodes of one_node (no hooks, no graph task)."""
+    pending = {}
+    for node in nodes:
+        for fn, _ in node.next_functions:
+            if fn is not None and not isinstance(fn, AccumulateGrad):
+                pending[id(fn)] = pending.get(id(fn), 0) + 1
+    buffers = {id(root): [None] * root.num_outputs}
+    buffers[id(root)][nr] = grad
+    ready, found = [root], {}
+    while ready:
+        node = ready.pop()
+        grads = buffers.pop(id(node))
+        results = _run_node(node, grads, hooks=False)
+        for (fn, k), g in zip(node.next_functions, results):
+            if fn is None:
+                continue
+            if isinstance(fn, AccumulateGrad):
+                if g is not None:
+                    old = found.get(id(fn.variable))
+                    found[id(fn.variable)] = g if old is None else old + g
+                continue
+            buffer = buffers.setdefault(id(fn), [None] * fn.num_outputs)
+            if g is not None:
+                buffer[k] = g if buffer[k] is None else buffer[k] + g
+            pending[id(fn)] -= 1
+            if pending[id(fn)] == 0:
+                ready.append(fn)
+    return [found.get(id(leaf)) for leaf in leaves]
+
+
 def _unmodelled_gradient(name, loc):
     def vjp(grads):
         file, line, _, _ = loc
@@ -449,17 +521,18 @@ def _needed(root, only):
     return needed
 
 
-def _run_node(node, grads):
+def _run_node(node, grads, hooks=True):
     """One node's step, as the engine's call_function: the hooks of the
     tensors it made, its pre-hooks, its backward, its hooks. Returns one
     gradient (Tensor or None) per input."""
     Tensor = _tensor_type()
-    grads = _run_tensor_hooks(node, grads)
-    for hook in list(node._prehooks):
-        replaced = hook(tuple(grads))
-        if replaced is not None:
-            grads = list(replaced)
-    _record_module_gradients(node, grads)
+    if hooks:
+        grads = _run_tensor_hooks(node, grads)
+        for hook in list(node._prehooks):
+            replaced = hook(tuple(grads))
+            if replaced is not None:
+                grads = list(replaced)
+        _record_module_gradients(node, grads)
     if all(g is None for g in grads) and not node.name.startswith("custom:"):
         # A built-in backward gives no gradient for none; a custom Function's
         # runs anyway (on zeros, unless it set_materialize_grads(False)).
@@ -474,7 +547,7 @@ def _run_node(node, grads):
     results = [_as_tensor(g, inp, node, parents)
                if g is not None and isinstance(inp, Tensor) and needs else None
                for inp, (_, _, needs), g in zip(node.inputs, node._edges, results)]
-    if node._hooks:
+    if hooks and node._hooks:
         # One gradient per tensor input, as PyTorch's grad_inputs.
         where = [k for k, inp in enumerate(node.inputs) if isinstance(inp, Tensor)]
         for hook in list(node._hooks):

@@ -167,14 +167,20 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                            f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
                            f"input of size{list(x.shape)}")
     dims = tuple(range(-len(normalized_shape), 0))
-    mean = x.mean(dims, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(dims, keepdim=True)
-    out = centered * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
+
+    def compute(x, weight, bias):
+        mean = x.mean(dims, keepdim=True)
+        centered = x - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        out = centered * (var + eps).rsqrt()
+        if weight is not None:
+            out = out * weight
+        if bias is not None:
+            out = out + bias
+        return out
+    # One autograd node, as PyTorch's: its weight's gradient is ready with its
+    # bias's, before it (the order the engine's hooks see).
+    out = _autograd.one_node("layer_norm", compute, (x, weight, bias))
     return relabel(out, "layer_norm", "elementwise", (x,))
 
 
