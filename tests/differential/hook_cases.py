@@ -84,6 +84,18 @@ def mlp_two_layers(torch, w):
     w.node("square", y * y).sum().backward()
 
 
+def linear_3d_input(torch, w):
+    # A batch of sequences through linear layers (PyTorch folds a contiguous
+    # 3-D input into one addmm; a transposed one goes through matmul).
+    F = torch.nn.functional
+    x = torch.tensor([matrix(3, 2, 0.1), matrix(3, 2, 0.4)], dtype=torch.float64)
+    w1, b1 = w.leaf("w1", matrix(4, 2, 0.2)), w.leaf("b1", data(4, 1.0, 0.6))
+    w2, b2 = w.leaf("w2", matrix(3, 4, 0.3)), w.leaf("b2", data(3, 1.0, 0.9))
+    h = w.tensor("h", F.linear(x, w1, b1).tanh())
+    y = w.tensor("y", F.linear(h.transpose(0, 1), w2, b2))
+    (y * y).sum().backward()
+
+
 def shared_input_twice(torch, w):
     x = w.leaf("x", data(3, 1.0, 0.4))
     p = w.leaf("p", data(3, 1.0, 0.8))
@@ -320,7 +332,7 @@ def full_backward_pre_hooks(torch, w):
 
 
 CASES = {f.__name__: f for f in (
-    mlp_two_layers, shared_input_twice, tied_weights, branches_of_different_depth,
+    mlp_two_layers, linear_3d_input, shared_input_twice, tied_weights, branches_of_different_depth,
     custom_function, layer_norm_parameters, stack_many_leaves, hook_replaces_gradient, module_backward_hooks,
     reentrant_checkpoint, several_roots, checkpoint_two_outputs, backward_inside_a_hook,
     custom_backward_without_gradient,
