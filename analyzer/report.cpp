@@ -132,6 +132,18 @@ void write_narrow_reductions(std::ostream &out, const TargetResult &r) {
                          "reals (--reduce-dtype float32 requires wider ones)\n",
                          count, count == 1 ? "" : "s", format);
 }
+
+// How much of a traced step the obligations cover: how many are about its
+// backward half, or that none is (a forward-only proof says so). Kernels
+// have no step.
+std::string step_coverage(const TargetResult &r) {
+  if (!r.trace)
+    return "";
+  std::size_t count = r.gradient_obligations();
+  if (count == 0)
+    return "; forward only: no gradient or updated parameter was produced";
+  return fmt::format("; {} on gradients and the step", count);
+}
 } // namespace
 
 void write_text(std::ostream &out, std::ostream &err,
@@ -159,12 +171,13 @@ void write_text(std::ostream &out, std::ostream &err,
             : fmt::format("; {} finding{} suppressed", r.suppressed.size(),
                           r.suppressed.size() == 1 ? "" : "s");
     out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
-                       "{} could not prove{}; {:.2f} s)\n",
+                       "{} could not prove{}{}; {:.2f} s)\n",
                        r.target.str_with_path(display_path(r.target.path)), r.world,
                        text_name(r.verdict()), r.obligations.size(),
                        r.obligations.size() == 1 ? "" : "s",
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
-                       r.count(Verdict::Kind::Unknown), suppressed, r.seconds);
+                       r.count(Verdict::Kind::Unknown), step_coverage(r), suppressed,
+                       r.seconds);
     for (const auto &o : r.obligations)
       out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
                          o.verdict.method.empty() ? "" : " (" + o.verdict.method + ")");
@@ -213,6 +226,7 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                              {"verdict", prover::to_string(o.verdict.kind)},
                              {"method", o.verdict.method},
                              {"why", o.verdict.why},
+                             {"on_gradients", o.on_gradients},
                              {"file", display_path(o.loc.file)},
                              {"line", o.loc.line}});
     }
@@ -221,6 +235,8 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                              {"verdict", json_name(r.verdict())},
                              {"seconds", r.seconds},
                              {"obligations", obligations}};
+    if (r.trace)
+      target["gradient_obligations"] = r.gradient_obligations();
     if (r.trace)
       target["trace"] = {{"nodes", r.trace->nodes},
                          {"collectives", r.trace->collectives},

@@ -33,6 +33,11 @@ std::size_t TargetResult::count(Verdict::Kind kind) const {
                     [&](const auto &o) { return o.verdict.kind == kind; }));
 }
 
+std::size_t TargetResult::gradient_obligations() const {
+  return static_cast<std::size_t>(std::count_if(
+      obligations.begin(), obligations.end(), [](const auto &o) { return o.on_gradients; }));
+}
+
 TargetVerdict TargetResult::verdict() const {
   if (failure && failure->kind == frontend::TraceFailure::Kind::BadInput)
     return TargetVerdict::Error;

@@ -68,6 +68,8 @@ struct TargetResult {
 
   TargetVerdict verdict() const;
   std::size_t count(prover::Verdict::Kind kind) const;
+  // Obligations on the step's backward half: gradients, the norm, updates.
+  std::size_t gradient_obligations() const;
 };
 
 // Traces the target with the frontend for its language, links the traces

@@ -21,6 +21,10 @@ struct ObligationResult {
   std::string name; // "forward: out is replicated"
   ir::SourceLoc loc;
   prover::Verdict verdict;
+  // Whether it is about the step's backward half (a gradient, the gradient
+  // norm, an updated parameter): a summary says how many are, so a target
+  // proved on its forward alone is never mistaken for a checked step.
+  bool on_gradients = false;
 };
 
 // A rank's random draw that the reference makes from another seed

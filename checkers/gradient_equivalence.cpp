@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace shardproof::checkers {
 
 namespace {
@@ -37,9 +39,34 @@ public:
         check_gradient_norm(context, out);
       else if (out.role != ir::Output::Role::Forward)
         check_gradient(context, out);
+    report_outputs_only_ranks_have(context);
   }
 
 private:
+  // A gradient or an updated parameter that a rank has and the reference
+  // has not (its backward never reached the parameter, or its step left it
+  // as it was) is compared with nothing: "could not prove", naming it, never
+  // a silent pass.
+  static void report_outputs_only_ranks_have(CheckContext &context) {
+    const ir::Trace &reference = context.program.reference();
+    std::set<std::string> reported;
+    for (int r : all_ranks(context.program))
+      for (const ir::Output &out : context.program.rank(r).outputs) {
+        if (out.role == ir::Output::Role::Forward || find_output(reference, out.path) ||
+            !reported.insert(out.path).second)
+          continue;
+        const bool stepped = out.role == ir::Output::Role::ParameterAfterStep;
+        prover::Verdict verdict;
+        verdict.why = fmt::format(
+            "rank {} {} '{}' and the reference does not, so it is compared with nothing",
+            r, stepped ? "updates parameter" : "has a gradient of", out.subject);
+        context.obligations.push_back(
+            {fmt::format("{}: '{}' has no counterpart in the reference",
+                         stepped ? "step" : "gradient", out.subject),
+             context.program.rank(r).node(out.node).loc, std::move(verdict), true});
+      }
+  }
+
   void check_gradient_norm(CheckContext &context, const ir::Output &ref_out) {
     const std::string subject = "the gradient norm";
     auto value = gather(context, ref_out, RuleCode::GradientMismatch, subject,

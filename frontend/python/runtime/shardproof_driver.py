@@ -140,6 +140,7 @@ def _record_parameters(entry):
         # A parameter DDP broadcast at construction holds rank 0's values; it
         # is recorded by the values it was made with.
         flat = getattr(p, "_shardproof_initial", p._a).ravel().tolist()
+        p.__dict__["_shardproof_recorded"] = [_term_key(v) for v in p._a.ravel().tolist()]
         for i, term in enumerate(flat):
             _sp.rename(term, f"{name}{_index(p._a.shape, i)}")
         file, line = getattr(p, "_origin", ("", 0))
@@ -201,32 +202,46 @@ def _tensors(out, path="out"):
 
 
 
+def _loss(out, entry):
+    """The loss the step differentiates: the entry's `loss` of the output,
+    else the sum of every output that needs a gradient (else of every
+    output: a pipeline stage whose schedule ran backward inside forward
+    returns a loss that needs none, and its step is still checked); None
+    where the output holds no tensor."""
+    if entry.loss is not None:
+        return entry.loss(out)
+    outputs = [t for _, t in _tensors(out)]
+    parts = [t.sum() for t in outputs if t.requires_grad] or \
+        [t.sum() for t in outputs if t.is_floating_point()]
+    if not parts:
+        return None
+    loss = parts[0]
+    for p in parts[1:]:
+        loss = loss + p
+    return loss
+
+
 def _backward(out, entry, inputs, site):
-    """Runs the training step's backward half and records every gradient;
-    `site` is the entry's (file, line)."""
-    if entry.loss is None:
-        parts = [t.sum() for _, t in _tensors(out) if t.requires_grad]
-        if not parts:
-            return
-        loss = parts[0]
-        for p in parts[1:]:
-            loss = loss + p
-    else:
-        loss = entry.loss(out)
-    if not isinstance(loss, Tensor) or not loss.requires_grad:
-        return
-    if entry.backward is None:
-        _Phase.current = "backward"
-        loss.backward()
-    else:
+    """Runs the training step's backward half and records every gradient
+    and every updated parameter, whoever computed them: the entry's
+    `backward` runs on every rank that has one (a pipeline stage whose local
+    loss needs no gradient still receives its output's gradient there), and
+    gradients a schedule made inside forward are checked as much as those
+    of loss.backward(). `site` is the entry's (file, line)."""
+    loss = _loss(out, entry)
+    if entry.backward is not None:
         _Phase.current = "backward(loss)"
         entry.backward(loss)
+    elif isinstance(loss, Tensor) and loss.requires_grad:
+        _Phase.current = "backward"
+        loss.backward()
     if entry.finalize_grads is not None:
         _Phase.current = "finalize_grads()"
         entry.finalize_grads()
     for name, p in entry.parameters():
-        if p.grad is not None:
-            _record(p.grad, f"grad({name})", "param-grad", name)
+        grad = _kept_gradient(p, entry)
+        if grad is not None:
+            _record(grad, f"grad({name})", "param-grad", name)
     for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.grad is not None:
             _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")
@@ -236,8 +251,54 @@ def _backward(out, entry, inputs, site):
     if entry.step is not None:
         _Phase.current = "step()"
         entry.step()
-        for name, p in entry.parameters():
+    else:
+        _unchecked_gradients(entry)
+    for name, p in entry.parameters():
+        if entry.step is not None or _updated(p):
             _record(p, f"step({name})", "param-step", name)
+
+
+def _kept_gradient(p, entry):
+    """The gradient the framework keeps for `p`: its .grad, else its
+    `main_grad` (Megatron's DDP accumulates there and leaves .grad None)
+    where no step follows to check what it is used for (the distributed
+    optimizer reads only its own shard of main_grad: its step is checked)."""
+    if p.grad is not None or entry.step is not None:
+        return p.grad
+    main_grad = getattr(p, "main_grad", None)
+    return main_grad if isinstance(main_grad, Tensor) else None
+
+
+def _unchecked_gradients(entry):
+    """A gradient the engine made that the entry then left nowhere the check
+    reads (.grad None, no main_grad: moved into a buffer of the framework's
+    own, with no step to check what it is used for, and the parameter not
+    updated from it) would leave the proof vacuous: that is "could not
+    prove", naming the parameter."""
+    for name, p in entry.parameters():
+        if p.requires_grad and p.__dict__.get("_shardproof_reached") and \
+                _kept_gradient(p, entry) is None and not _updated(p):
+            raise _tracing.Unsupported(
+                f"backward computed the gradient of parameter '{name}' but the entry "
+                "left it nowhere shardproof checks (its .grad is None and it has no "
+                "main_grad); give the entry a 'step' that uses it, or keep it in .grad",
+                loc=getattr(p, "_origin", None))
+
+
+def _updated(p):
+    """Whether the run wrote new values into a parameter after it was
+    recorded (an optimizer step the schedule ran inside forward): its
+    values are then checked as a step's are."""
+    recorded = getattr(p, "_shardproof_recorded", None)
+    if recorded is None or p._a.size != len(recorded):
+        return False
+    return any(_term_key(a) != b for a, b in zip(p._a.ravel().tolist(), recorded))
+
+
+def _term_key(value):
+    """What identifies an element: a term by its id (terms are hash-consed),
+    a Python number by its value."""
+    return ("term", value.id) if isinstance(value, _sp.Term) else ("number", value)
 
 
 def _gradient_norm(entry, site):

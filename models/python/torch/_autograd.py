@@ -665,6 +665,9 @@ def _run_accumulate_grad(node, g):
 
 
 def _accumulate_leaf(leaf, g, node):
+    # The driver asks whether a gradient the engine made was left anywhere
+    # it checks (shardproof_driver._unchecked_gradients).
+    leaf.__dict__["_shardproof_reached"] = True
     if node is not None:
         for hook in list(node._prehooks):
             replaced = hook((g,))
