@@ -115,10 +115,14 @@ def _storage_array(t):
 
 
 def _row_major(t):
-    """Whether PyTorch's `t.is_contiguous()` is known to be True."""
-    strides = t._known_strides()
-    shape = _storage_array(t).shape
-    return strides is not None and _same_layout(shape, strides, _contiguous_strides(shape))
+    """Whether PyTorch's `t.is_contiguous()` is known to be True: as
+    Tensor._known_strides says, read from numpy's flag (which, as
+    is_contiguous, ignores the step of a dim of size 1); every op asks
+    this of its inputs, so it is kept cheap."""
+    base = t.__dict__.get("_base")
+    root = t if base is None else base
+    return root._row_major_result and _storage_array(root).flags.c_contiguous and \
+        (base is None or _storage_array(t).flags.c_contiguous)
 
 
 def _saves(a, b):
