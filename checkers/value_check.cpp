@@ -104,7 +104,10 @@ struct Diagnosis {
 // "the value computed here (linear)" or "the gradient computed here
 // (backward of linear)".
 std::string computed_here(const Divergence &d) {
-  constexpr std::string_view grad = "grad:";
+  constexpr std::string_view custom = "grad:custom:", grad = "grad:";
+  if (d.op.starts_with(custom)) // handed on unchanged by a custom backward
+    return fmt::format("the gradient returned here (backward of {})",
+                       d.op.substr(custom.size()));
   if (d.op.starts_with(grad))
     return fmt::format("the gradient computed here (backward of {})",
                        d.op.substr(grad.size()));
@@ -253,6 +256,78 @@ struct Located {
   ir::NodeId node;
   std::optional<Divergence> divergence;
 };
+// Where the message that rank `rank` received at `node` was sent: the
+// sender and the node it sent.
+std::optional<std::pair<int, ir::NodeId>> sent_from(const ir::LinkedProgram &program,
+                                                    int rank, ir::NodeId node) {
+  auto message = [](const ir::Collective &c) {
+    return c.kind == ir::CollectiveKind::SendRecv;
+  };
+  const auto &calls = program.rank(rank).collectives;
+  auto received = std::find_if(calls.begin(), calls.end(), [&](const ir::Collective &c) {
+    return message(c) && c.node == node && !c.outputs.empty();
+  });
+  if (received == calls.end() || received->src < 0 || received->src >= program.world())
+    return std::nullopt;
+  const ir::Trace &sender = program.rank(received->src);
+  for (const ir::Collective &c : sender.collectives)
+    if (message(c) && c.group == received->group && c.sequence == received->sequence &&
+        c.outputs.empty() && !sender.node(c.node).inputs.empty())
+      return std::pair{received->src, sender.node(c.node).inputs[0]};
+  return std::nullopt;
+}
+
+// The messages that rank `rank` received and that node `of` is made from,
+// latest first (ids grow in execution order), with where each was sent.
+std::vector<std::pair<int, ir::NodeId>> messages_behind(const ir::LinkedProgram &program,
+                                                        int rank, ir::NodeId of) {
+  const ir::Trace &home = program.rank(rank);
+  std::set<ir::NodeId> ancestors;
+  for (std::vector<ir::NodeId> todo{of}; !todo.empty();) {
+    ir::NodeId id = todo.back();
+    todo.pop_back();
+    if (id < home.nodes.size() && ancestors.insert(id).second)
+      todo.insert(todo.end(), home.node(id).inputs.begin(), home.node(id).inputs.end());
+  }
+  std::vector<std::pair<int, ir::NodeId>> out;
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it)
+    if (home.node(*it).category == ir::OpCategory::Collective)
+      if (auto sent = sent_from(program, rank, *it))
+        out.push_back(*sent);
+  return out;
+}
+
+// A wrong value made from messages may have been made wrong by a sender (a
+// pipeline stage that corrupts the gradient it sends back): where the value
+// the sender sent is itself wrong, a scale or an arrangement of rows that
+// its sender's values carry back to a cause, that cause is reported, and
+// its own messages are followed in turn.
+void follow_messages(CheckContext &context, Located &located) {
+  constexpr std::size_t kMessages = 4; // the latest ones tried, at each hop
+  auto carries = [](const std::optional<Divergence> &d) {
+    return d && (d->strategy == "scaled-chain" || d->strategy == "misplaced-rows");
+  };
+  for (int hop = 0; hop < context.program.world() && carries(located.divergence) &&
+                    located.divergence->node;
+       ++hop) {
+    auto senders =
+        messages_behind(context.program, located.rank, *located.divergence->node);
+    if (senders.size() > kMessages)
+      senders.resize(kMessages);
+    bool moved = false;
+    for (const auto &[rank, sent] : senders)
+      if (auto there = locate_divergence(context.store, context.program, rank, sent,
+                                         Layout{}, context.seeds());
+          carries(there)) {
+        located = Located{rank, sent, std::move(there)};
+        moved = true;
+        break;
+      }
+    if (!moved)
+      return;
+  }
+}
+
 Located locate_on_a_wrong_rank(CheckContext &context, const ValueObligation &ob,
                                const Layout &inferred, const Example &example) {
   auto locate = [&](int rank, ir::NodeId node) {
@@ -260,16 +335,18 @@ Located locate_on_a_wrong_rank(CheckContext &context, const ValueObligation &ob,
                    locate_divergence(context.store, context.program, rank, node, inferred,
                                      context.seeds())};
   };
-  Located at_home = locate(ob.home_rank, ob.home_node);
+  Located found = locate(ob.home_rank, ob.home_node);
   const std::vector<int> wrong = example.disagreeing_ranks();
-  if (wrong.empty() || wrong[0] == ob.home_rank)
-    return at_home;
-  const ir::Output *out = find_output(context.program.rank(wrong[0]), ob.element_prefix);
-  if (!out)
-    return at_home;
-  Located at_wrong = locate(wrong[0], out->node);
-  return specificity(at_wrong.divergence) < specificity(at_home.divergence) ? at_wrong
-                                                                            : at_home;
+  const ir::Output *out =
+      wrong.empty() || wrong[0] == ob.home_rank
+          ? nullptr
+          : find_output(context.program.rank(wrong[0]), ob.element_prefix);
+  if (out)
+    if (Located at_wrong = locate(wrong[0], out->node);
+        specificity(at_wrong.divergence) < specificity(found.divergence))
+      found = std::move(at_wrong);
+  follow_messages(context, found);
+  return found;
 }
 
 void report_refutation(CheckContext &context, const ValueObligation &ob,
@@ -360,6 +437,12 @@ public:
     return it == ref_index_.nodes.end() ? std::nullopt : std::optional(it->second);
   }
 
+  // The node rank `r` made where the home rank made `id`, if any.
+  std::optional<ir::NodeId> on_rank(int r, ir::NodeId id) const {
+    auto it = rank_index_[r].nodes.find(keys_[id]);
+    return it == rank_index_[r].nodes.end() ? std::nullopt : std::optional(it->second);
+  }
+
   // Whether `id`'s line ran its op equally often in every run.
   bool pairable(ir::NodeId id) {
     int n = ref_index_.counts[site_of(keys_[id])];
@@ -420,6 +503,17 @@ std::optional<Layout> relate_off_path(terms::TermStore &store, const ir::Trace &
   return comparable ? std::optional<Layout>(Layout{}) : std::nullopt;
 }
 
+// The home rank's value at `node` as a value that rank alone holds (to
+// relate where the other ranks have no twin of it: a pipeline stage's own).
+DistributedValue home_value(ir::LinkedProgram &program, int home_rank,
+                            const ir::Node &node) {
+  DistributedValue value;
+  value.rank_shapes = {node.shape};
+  value.ranks = {program.linked(home_rank, node.elements)};
+  value.members = {home_rank};
+  return value;
+}
+
 // What every strategy reads: the home rank's ancestors of the value's node,
 // each related to the reference where it can be. Built once, never changed
 // by a strategy.
@@ -440,6 +534,12 @@ struct Ancestry {
     std::int64_t reference_rows = 0;
   };
   std::map<ir::NodeId, OperandRows> operand_rows;
+  // The analysed code's own operations on gradients: a custom Function's
+  // backward (a gradient it hands on as it got it is a "grad:custom:" node
+  // at its `return`), a hook, finalize_grads. Not the built-in gradient
+  // formulas ("grad:" nodes), which are right by construction.
+  std::set<ir::NodeId> gradient_code;
+  std::set<ir::NodeId> linked_collectives; // the calls linked across ranks
 
   const Layout *layout_of(ir::NodeId id) const {
     auto it = layouts.find(id);
@@ -467,9 +567,15 @@ struct Ancestry {
   bool is_collective(ir::NodeId id) const {
     return home.node(id).category == ir::OpCategory::Collective;
   }
+  bool is_gradient_code(ir::NodeId id) const { return gradient_code.count(id) > 0; }
+  // A collective over a group of one: the identity, with no call to link.
+  bool is_identity_collective(ir::NodeId id) const {
+    return is_collective(id) && !linked_collectives.count(id);
+  }
   Divergence at(ir::NodeId id) const {
     const ir::Node &n = home.node(id);
-    return Divergence{n.loc, n.op, n.category, *layout_of(id), false, id, {}};
+    const Layout *l = layout_of(id);
+    return Divergence{n.loc, n.op, n.category, l ? *l : Layout{}, false, id, {}};
   }
   // Walks back from `from` while the inputs keep satisfying `same`, showing
   // `visit` every node it steps to.
@@ -514,6 +620,36 @@ bool distinct_rows(terms::TermStore &store, const DistributedValue &value,
   return true;
 }
 
+// A gradient the stand-in's own autograd computed (the VJP of a built-in op),
+// as opposed to one the analysed code computed or handed on.
+bool is_gradient_formula(const ir::Node &n) {
+  return n.op.starts_with("grad:") && !n.op.starts_with("grad:custom:");
+}
+
+// The analysed code's operations on gradients: those made from a gradient
+// (ids grow in execution order: inputs first) that no built-in formula made.
+void mark_gradient_code(Ancestry &a, const std::set<ir::NodeId> &visited) {
+  std::set<ir::NodeId> from_gradients;
+  for (ir::NodeId id : visited) {
+    const ir::Node &n = a.home.node(id);
+    bool made_from = n.op.starts_with("grad:") ||
+                     std::any_of(n.inputs.begin(), n.inputs.end(), [&](ir::NodeId in) {
+                       return from_gradients.count(in) > 0;
+                     });
+    if (!made_from)
+      continue;
+    from_gradients.insert(id);
+    // The engine's sum of a tensor's gradients over its uses is an add of
+    // gradients alone, and is no more the code's than the formulas are.
+    bool sum_of_gradients =
+        n.op == "add" &&
+        std::all_of(n.inputs.begin(), n.inputs.end(),
+                    [&](ir::NodeId in) { return from_gradients.count(in) > 0; });
+    if (!is_gradient_formula(n) && !sum_of_gradients)
+      a.gradient_code.insert(id);
+  }
+}
+
 Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
                           int home_rank, ir::NodeId start_node,
                           const Layout &value_layout, const prover::Seeds &seeds) {
@@ -548,9 +684,13 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
     std::optional<ir::NodeId> ref_id = twins.in_reference(id);
     if (!ref_id) {
       ancestry.off_reference_path.insert(id);
-      if (auto value = twins.rank_values(id))
-        if (auto layout = relate_off_path(store, ref, std::move(*value), seeds))
-          ancestry.layouts[id] = *layout;
+      auto value = twins.rank_values(id);
+      bool alone = !value; // only some ranks made it: the home rank's own
+      if (alone)
+        value = home_value(program, home_rank, node);
+      if (auto layout = relate_off_path(store, ref, std::move(*value), seeds);
+          layout && !(alone && layout->kind == Layout::Kind::None))
+        ancestry.layouts[id] = *layout;
       continue;
     }
     if (auto value = twin_value(id)) {
@@ -567,6 +707,9 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
         std::all_of(n.inputs.begin(), n.inputs.end(),
                     [&](ir::NodeId in) { return ancestry.declared.count(in) > 0; }))
       ancestry.declared.insert(id);
+  mark_gradient_code(ancestry, visited);
+  for (const ir::Collective &call : home.collectives)
+    ancestry.linked_collectives.insert(call.node);
   // Which of its twin's rows each operand of a wrong elementwise operation
   // holds on the home rank (misaligned_rows compares them).
   for (const auto &[id, layout] : ancestry.layouts) {
@@ -585,17 +728,48 @@ Ancestry relate_ancestors(terms::TermStore &store, ir::LinkedProgram &program,
   return ancestry;
 }
 
+// A built-in gradient formula computes what it is given correctly: one
+// whose input is wrong too is no cause. Walks back through such formulas to
+// the wrong input and, when the analysed code's gradient code made it, back
+// through that code while its values are wrong or unrelated (a custom
+// backward's wrong slice of its gradient, then a copy of it).
+ir::NodeId past_gradient_formulas(const Ancestry &a, ir::NodeId at) {
+  auto wrong_input = [&](ir::NodeId id) -> std::optional<ir::NodeId> {
+    const auto &inputs = a.home.node(id).inputs;
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](ir::NodeId in) { return a.bad(in) && !a.partial(in); });
+    return it == inputs.end() ? std::nullopt : std::optional(*it);
+  };
+  ir::NodeId from = at;
+  while (is_gradient_formula(a.home.node(at)))
+    if (auto in = wrong_input(at))
+      at = *in;
+    else
+      break;
+  if (at == from || !a.is_gradient_code(at))
+    return at;
+  return a.origin_of(at, [&](ir::NodeId in) {
+    return a.is_gradient_code(in) && !a.is_collective(in) && !a.partial(in) &&
+           (!a.layout_of(in) || a.bad(in));
+  });
+}
+
 // Where the chain of values that carry the value's own layout begins, when
-// that layout is of `kind` (`same` says two of that kind are one relation).
+// that layout is of `kind` (`same` says two of that kind are one relation),
+// or, where a gradient formula begins it, the wrong value it was given.
 template <typename Same>
 std::optional<Divergence> chain_origin(const Ancestry &a, Layout::Kind kind, Same same) {
   const Layout *out = a.layout_of(a.start);
   if (!out || out->kind != kind)
     return std::nullopt;
-  return a.at(a.origin_of(a.start, [&](ir::NodeId in) {
+  ir::NodeId origin = a.origin_of(a.start, [&](ir::NodeId in) {
     const Layout *l = a.layout_of(in);
     return l && l->kind == kind && same(*l, *out);
-  }));
+  });
+  ir::NodeId cause = past_gradient_formulas(a, origin);
+  Divergence d = a.at(cause);
+  d.off_reference_path = cause != origin && a.off_reference_path.count(cause) > 0;
+  return d;
 }
 
 // A value off by a constant factor: the factor was introduced where the chain
@@ -617,13 +791,19 @@ std::optional<Divergence> misplaced_rows(const Ancestry &a) {
 }
 
 // A partial sum that reaches the value without crossing a collective is a
-// missing reduction: report where that partial value was made.
+// missing reduction. Reported at the first collective over a group of one
+// on its way (a reduction over the wrong group, which reduces nothing), else
+// where the analysed code's gradient code first handed it on (a custom
+// backward that returns it unreduced), else where that partial value was made.
 std::optional<Divergence> unreduced_partial_sum(const Ancestry &a) {
+  auto reduces = [&](ir::NodeId id) {
+    return a.is_collective(id) && !a.is_identity_collective(id);
+  };
   std::set<ir::NodeId> unreduced;
   for (std::vector<ir::NodeId> todo{a.start}; !todo.empty();) {
     ir::NodeId id = todo.back();
     todo.pop_back();
-    if (!unreduced.insert(id).second || a.is_collective(id))
+    if (!unreduced.insert(id).second || reduces(id))
       continue; // a collective is where partial values are meant to end
     for (ir::NodeId in : a.home.node(id).inputs)
       todo.push_back(in);
@@ -634,11 +814,17 @@ std::optional<Divergence> unreduced_partial_sum(const Ancestry &a) {
       latest_partial = id; // ids grow in execution order: keep the last
   if (!latest_partial)
     return std::nullopt;
-  if (a.is_collective(*latest_partial)) // reduced, with the wrong op or group
+  if (reduces(*latest_partial)) // reduced, with the wrong op or group
     return a.at(*latest_partial);
-  return a.at(a.origin_of(*latest_partial, [&](ir::NodeId in) {
-    return a.partial(in) && !a.is_collective(in);
-  }));
+  std::vector<ir::NodeId> chain{*latest_partial}; // latest first
+  a.origin_of(
+      *latest_partial, [&](ir::NodeId in) { return a.partial(in) && !reduces(in); },
+      [&](ir::NodeId in) { chain.push_back(in); });
+  for (auto pick : {&Ancestry::is_identity_collective, &Ancestry::is_gradient_code})
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      if ((a.*pick)(*it))
+        return a.at(*it);
+  return a.at(chain.back());
 }
 
 // An elementwise operation whose operands hold the reference's rows in
@@ -674,6 +860,20 @@ std::optional<Divergence> misaligned_rows(const Ancestry &a) {
           static_cast<std::size_t>(here - first.rows.begin()), *here, *there};
       return d;
     }
+  }
+  return std::nullopt;
+}
+
+// A collective that takes a partial sum and leaves a value that relates to
+// the reference in no way reduced it over the wrong group (or with the wrong
+// op): the first such.
+std::optional<Divergence> misreduced_partial_sum(const Ancestry &a) {
+  for (const auto &[id, layout] : a.layouts) {
+    const auto &inputs = a.home.node(id).inputs;
+    if (a.is_collective(id) && layout.kind == Layout::Kind::None && a.bad(id) &&
+        std::any_of(inputs.begin(), inputs.end(),
+                    [&](ir::NodeId in) { return a.partial(in); }))
+      return a.at(id);
   }
   return std::nullopt;
 }
@@ -733,6 +933,7 @@ constexpr Strategy kStrategies[] = {
     {"misplaced-rows", misplaced_rows},
     {"unreduced-partial-sum", unreduced_partial_sum},
     {"misaligned-rows", misaligned_rows},
+    {"misreduced-partial-sum", misreduced_partial_sum},
     {"first-unrelated-value", first_unrelated_value},
 };
 
@@ -742,6 +943,130 @@ std::size_t specificity(const std::optional<Divergence> &d) {
   return std::find_if(std::begin(kStrategies), std::end(kStrategies),
                       [&](const Strategy &s) { return s.name == d->strategy; }) -
          std::begin(kStrategies);
+}
+
+// The part of a value that a slice of it takes, on every run: for each run
+// (the reference last), the node and the positions of its elements that the
+// slice's elements are.
+struct SlicedPart {
+  std::vector<ir::NodeId> nodes;
+  std::vector<std::vector<std::size_t>> positions;
+};
+
+// Where the part of `from` that `part` follows moves to in `to`, an input of
+// `from` in every run: the same positions through an elementwise operation
+// of one shape, the positions of the same terms through a slice or view.
+std::optional<SlicedPart> follow_part(const std::vector<const ir::Trace *> &runs,
+                                      const SlicedPart &part,
+                                      const std::vector<ir::NodeId> &to) {
+  SlicedPart next{to, {}};
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ir::Node &from = runs[k]->node(part.nodes[k]), &input = runs[k]->node(to[k]);
+    if (from.category == ir::OpCategory::Elementwise && from.shape == input.shape) {
+      next.positions.push_back(part.positions[k]);
+      continue;
+    }
+    if (from.category != ir::OpCategory::View && from.category != ir::OpCategory::Index)
+      return std::nullopt;
+    std::map<TermId, std::size_t> where;
+    for (std::size_t i = input.elements.size(); i-- > 0;)
+      where[input.elements[i]] = i;
+    std::vector<std::size_t> moved;
+    for (std::size_t p : part.positions[k]) {
+      auto it = where.find(from.elements[p]);
+      if (it == where.end())
+        return std::nullopt;
+      moved.push_back(it->second);
+    }
+    next.positions.push_back(std::move(moved));
+  }
+  return next;
+}
+
+// The elements `part` follows, as a value shaped as the slice it began at
+// (`shapes_of`: the part that slice is, in every run).
+DistributedValue part_value(ir::LinkedProgram &program,
+                            const std::vector<const ir::Trace *> &runs,
+                            const SlicedPart &shapes_of, const SlicedPart &part) {
+  DistributedValue value;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const ir::Node &n = runs[k]->node(part.nodes[k]);
+    std::vector<TermId> elements;
+    for (std::size_t p : part.positions[k])
+      elements.push_back(n.elements[p]);
+    ir::Shape shape = runs[k]->node(shapes_of.nodes[k]).shape;
+    if (k + 1 == runs.size()) {
+      value.reference_shape = shape;
+      value.reference = std::move(elements);
+    } else {
+      value.rank_shapes.push_back(shape);
+      value.ranks.push_back(program.linked(static_cast<int>(k), elements));
+    }
+  }
+  value.axis_groups = axis_groups(program);
+  return value;
+}
+
+// A scale that begins at a slice of a value no layout relates as a whole (a
+// flat bucket of every gradient, divided by the wrong factor) was made before
+// the slice: follows the sliced elements back through the bucket while they
+// keep the scale, and moves the divergence to where they took it on.
+void scale_before_a_slice(terms::TermStore &store, ir::LinkedProgram &program,
+                          int home_rank, Divergence &found, const prover::Seeds &seeds) {
+  const ir::Trace &home = program.rank(home_rank);
+  if (!found.node || (home.node(*found.node).category != ir::OpCategory::View &&
+                      home.node(*found.node).category != ir::OpCategory::Index))
+    return;
+  Twins twins(program, home_rank);
+  std::vector<const ir::Trace *> runs;
+  for (int r = 0; r < program.world(); ++r)
+    runs.push_back(&program.rank(r));
+  runs.push_back(&program.reference());
+  // The twins of `id` in every run, the reference last.
+  auto twins_of = [&](ir::NodeId id) -> std::optional<std::vector<ir::NodeId>> {
+    std::vector<ir::NodeId> out;
+    for (int r = 0; r < program.world(); ++r)
+      if (auto t = twins.on_rank(r, id))
+        out.push_back(*t);
+    if (auto t = twins.in_reference(id);
+        t && out.size() == runs.size() - 1 && twins.pairable(id))
+      out.push_back(*t);
+    return out.size() == runs.size() ? std::optional(out) : std::nullopt;
+  };
+  auto start = twins_of(*found.node);
+  if (!start)
+    return;
+  SlicedPart slice{*start, {}};
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    slice.positions.emplace_back(runs[k]->node((*start)[k]).elements.size());
+    std::iota(slice.positions.back().begin(), slice.positions.back().end(), 0);
+  }
+  SlicedPart part = slice;
+  for (ir::NodeId at = *found.node;;) {
+    const auto &inputs = home.node(at).inputs;
+    if (inputs.size() != 1 && home.node(at).category != ir::OpCategory::Elementwise)
+      return;
+    std::optional<SlicedPart> next;
+    ir::NodeId input = 0;
+    for (ir::NodeId in : inputs)
+      if (auto to = twins_of(in); to && (next = follow_part(runs, part, *to))) {
+        input = in;
+        break;
+      }
+    if (!next)
+      return;
+    Layout layout = infer_layout(store, part_value(program, runs, slice, *next), seeds);
+    if (layout.kind != Layout::Kind::Scaled || layout.factor != found.layout.factor)
+      return;
+    const ir::Node &n = home.node(input);
+    found.loc = n.loc;
+    found.op = n.op;
+    found.category = n.category;
+    found.node = input;
+    found.layout = layout;
+    part = std::move(*next);
+    at = input;
+  }
 }
 
 } // namespace
@@ -756,6 +1081,8 @@ std::optional<Divergence> locate_divergence(terms::TermStore &store,
   for (const Strategy &strategy : kStrategies)
     if (std::optional<Divergence> found = strategy.locate(ancestry)) {
       found->strategy = strategy.name;
+      if (strategy.locate == scaled_chain)
+        scale_before_a_slice(store, program, home_rank, *found, seeds);
       return found;
     }
   return std::nullopt;

@@ -63,12 +63,16 @@ struct Divergence {
   };
   std::optional<MisalignedRows> misaligned_rows;
   // The strategy that located it (value_check.cpp's kStrategies): "scaled-chain",
-  // "misplaced-rows", "unreduced-partial-sum", "misaligned-rows" or
-  // "first-unrelated-value".
+  // "misplaced-rows", "unreduced-partial-sum", "misaligned-rows",
+  // "misreduced-partial-sum" or "first-unrelated-value".
   std::string_view strategy;
 };
-// Relates every ancestor of the home rank's node to the reference, then tries
-// named strategies in a fixed order; the first that locates a divergence wins.
+// Relates every ancestor of the home rank's node to the reference (one made
+// on a line the reference never ran and only some ranks ran, a pipeline
+// stage's own, on the home rank alone), then tries named strategies in a
+// fixed order; the first that locates a divergence wins. A built-in gradient
+// formula is never the cause when its input is wrong too: the search goes on
+// to that input (a custom backward's, a hook's).
 // `value_layout` is the layout of the value itself, used when its node has
 // no counterpart in the reference run.
 std::optional<Divergence> locate_divergence(terms::TermStore &store,

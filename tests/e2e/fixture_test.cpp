@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+using shardproof::testing::inline_expectations;
 using shardproof::testing::run_cli;
 using shardproof::testing::source_path;
 
@@ -43,26 +44,6 @@ std::vector<FixtureCase> discover() {
   return cases;
 }
 
-// `# expect: SP001 SP006` on a line: those findings there at every world
-// size; `# expect[w4]: SP005`: only at world 4 (a bug whose factor is
-// irrational at one size and rational at another is a mismatch at one and a
-// wrong scale at the other).
-std::set<std::pair<std::string, int>> expectations(const std::string &file, int world) {
-  std::set<std::pair<std::string, int>> out;
-  std::ifstream in(source_path(file));
-  std::string line;
-  std::regex marker(R"(# expect(\[w([0-9]+)\])?:((\s+SP[0-9]{3})+))");
-  std::regex rule_id("SP[0-9]{3}");
-  for (int n = 1; std::getline(in, line); ++n)
-    for (std::sregex_iterator m(line.begin(), line.end(), marker), end; m != end; ++m) {
-      if ((*m)[2].matched && std::stoi((*m)[2].str()) != world)
-        continue;
-      std::string ids = (*m)[3].str();
-      for (std::sregex_iterator it(ids.begin(), ids.end(), rule_id), e; it != e; ++it)
-        out.insert({it->str(), n});
-    }
-  return out;
-}
 // tests/snapshots/PAIR/STEM.wN.txt for tests/fixtures/PAIR/STEM.py.
 std::string snapshot_path(const std::string &file, int world) {
   std::filesystem::path fixture =
@@ -91,7 +72,7 @@ TEST_P(Fixtures, VerdictAndFindingsMatchInlineExpectations) {
   for (const auto &f : doc["findings"])
     if (f["severity"] == "error")
       found.insert({f["rule_id"].get<std::string>(), f["line"].get<int>()});
-  EXPECT_EQ(found, expectations(file, world)) << r.out;
+  EXPECT_EQ(found, inline_expectations(file, world)) << r.out;
   if (buggy) {
     EXPECT_NE(doc["verdict"], "proved") << "a buggy fixture was proved: " << file;
     EXPECT_EQ(doc["verdict"], "refuted");

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,6 +47,24 @@ CliResult run_cli(const std::vector<std::string> &args) {
   result.err = ss.str();
   std::remove(err_template);
   return result;
+}
+
+std::set<std::pair<std::string, int>> inline_expectations(const std::string &file,
+                                                          int world) {
+  std::set<std::pair<std::string, int>> out;
+  std::ifstream in(source_path(file));
+  std::string line;
+  static const std::regex marker(R"(# expect(\[w([0-9]+)\])?:((\s+SP[0-9]{3})+))");
+  static const std::regex rule_id("SP[0-9]{3}");
+  for (int n = 1; std::getline(in, line); ++n)
+    for (std::sregex_iterator m(line.begin(), line.end(), marker), end; m != end; ++m) {
+      if ((*m)[2].matched && std::stoi((*m)[2].str()) != world)
+        continue;
+      std::string ids = (*m)[3].str();
+      for (std::sregex_iterator it(ids.begin(), ids.end(), rule_id), e; it != e; ++it)
+        out.insert({it->str(), n});
+    }
+  return out;
 }
 
 } // namespace shardproof::testing

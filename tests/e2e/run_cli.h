@@ -1,7 +1,9 @@
 // Runs the built shardproof binary as a user would, capturing its output.
 #pragma once
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardproof::testing {
@@ -15,5 +17,14 @@ CliResult run_cli(const std::vector<std::string> &args);
 
 // Absolute path of a file in the source tree.
 std::string source_path(const std::string &relative);
+
+// The findings a file of the source tree expects at world size `world`, as
+// (rule id, line), from its inline expectations, clang-tidy style:
+// `# expect: SP001 SP006` on a line: those findings there at every world
+// size; `# expect[w4]: SP005`: only at world 4 (a bug whose factor is
+// irrational at one size and rational at another is a mismatch at one and a
+// wrong scale at the other).
+std::set<std::pair<std::string, int>> inline_expectations(const std::string &file,
+                                                          int world);
 
 } // namespace shardproof::testing

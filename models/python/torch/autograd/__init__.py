@@ -1,6 +1,11 @@
 """torch.autograd: custom Functions run their real forward; their outputs are
 recorded as Custom nodes so their backward can be replayed once gradients are
 modelled."""
+import inspect
+import sys
+
+import numpy as np
+
 from .. import _autograd, _tracing
 from .._tensor import Tensor, record
 
@@ -112,8 +117,9 @@ def _backward_of(cls, ctx, args, wrapped):
     def vjp(grads):
         grads = [g if g is not None or not ctx.materialize_grads else
                  _zeros_like(o) for g, o in zip(grads, wrapped)]
-        result = cls.backward(ctx, *grads)
+        result, returned_at = _run_backward(cls, ctx, grads)
         result = result if isinstance(result, tuple) else (result,)
+        result = tuple(_handed_on(cls, g, grads, returned_at) for g in result)
         extra = result[len(args):]
         if len(result) < len(args) or any(g is not None for g in extra):
             raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect "
@@ -129,6 +135,38 @@ def _backward_of(cls, ctx, args, wrapped):
             out.append(_validate(cls, tensors.index(i) if i in tensors else i, a, g))
         return out
     return vjp
+
+
+def _run_backward(cls, ctx, grads):
+    """The user's backward and the place of the `return` that ended it
+    (None when unknown)."""
+    code = getattr(inspect.unwrap(cls.backward), "__code__", None)
+    returns = []
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code is code:
+            returns.append((code.co_filename, frame.f_lineno, code.co_name,
+                            _tracing._column(frame)))
+
+    outer = sys.getprofile()
+    sys.setprofile(profile if code is not None else outer)
+    try:
+        result = cls.backward(ctx, *grads)
+    finally:
+        sys.setprofile(outer)
+    return result, returns[-1] if returns else None
+
+
+def _handed_on(cls, grad, grads, returned_at):
+    """A gradient the backward returns as it was handed it, as a copy
+    recorded at the backward's `return`: the IR then shows that the
+    Function's backward decided this value (a wrong one is reported there,
+    not at the op that made it)."""
+    if returned_at is None or not isinstance(grad, Tensor) or \
+            not any(grad is g for g in grads):
+        return grad
+    return record(np.array(grad._a, dtype=object), grad.dtype,
+                  "grad:custom:" + cls.__name__, "view", (grad,), loc=returned_at)
 
 
 def _validate(cls, index, arg, grad):
