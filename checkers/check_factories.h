@@ -8,6 +8,7 @@
 namespace shardproof::checkers {
 
 std::unique_ptr<Check> make_collective_mismatch_check();
+std::unique_ptr<Check> make_message_deadlock_check();
 std::unique_ptr<Check> make_unmatched_parameter_check();
 std::unique_ptr<Check> make_rng_divergence_check();
 std::unique_ptr<Check> make_module_equivalence_check();

@@ -13,6 +13,7 @@ namespace shardproof::checkers {
 std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
   std::vector<std::unique_ptr<Check>> checks;
   checks.push_back(make_collective_mismatch_check());
+  checks.push_back(make_message_deadlock_check()); // matched messages that still hang
   checks.push_back(make_unmatched_parameter_check());
   checks.push_back(make_comm_dtype_check(options.reduce_dtype));
   checks.push_back(make_rng_divergence_check()); // frees reseeded draws: before proofs

@@ -1037,16 +1037,17 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
       "src",           "input_shape", "output_shape", "dtype",
       "inputs",        "outputs",     "file",         "line",
       "column",        "function",    "node",         "input_splits",
-      "output_splits", nullptr};
+      "output_splits", "blocking",    nullptr};
   const char *kind, *op, *dtype, *file, *function;
   PyObject *group, *in_shape, *out_shape, *inputs, *outputs;
   PyObject *input_splits = nullptr, *output_splits = nullptr;
-  int sequence, src, line, column;
+  int sequence, src, line, column, blocking = 0;
   unsigned node;
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "ssOiiOOsOOsiisI|OO", const_cast<char **>(keywords), &kind, &op,
+          args, kwargs, "ssOiiOOsOOsiisI|OOp", const_cast<char **>(keywords), &kind, &op,
           &group, &sequence, &src, &in_shape, &out_shape, &dtype, &inputs, &outputs,
-          &file, &line, &column, &function, &node, &input_splits, &output_splits))
+          &file, &line, &column, &function, &node, &input_splits, &output_splits,
+          &blocking))
     return nullptr;
   ir::Collective c;
   auto k = ir::collective_from_name(kind);
@@ -1069,6 +1070,7 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
     c.input_splits = int_list<std::int64_t>(input_splits);
     c.output_splits = int_list<std::int64_t>(output_splits);
   }
+  c.blocking = blocking != 0;
   c.loc = {file, line, column, function};
   c.node = node;
   if (PyErr_Occurred())

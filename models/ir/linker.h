@@ -46,6 +46,7 @@ public:
   int world() const { return static_cast<int>(ranks_.size()); }
   const ir::Trace &reference() const { return reference_; }
   const ir::Trace &rank(int r) const { return ranks_[r]; }
+  const std::vector<ir::Trace> &ranks() const { return ranks_; }
 
 private:
   struct Impl;

@@ -104,6 +104,10 @@ struct Collective {
   // An all-to-all with uneven splits: rows (along dim 0) sent to and received
   // from each member of the group, in group order; empty when even.
   std::vector<std::int64_t> input_splits, output_splits;
+  // A point-to-point call that returns only once its message is matched
+  // (`send`, `recv`); false for one that posts and returns (`isend`,
+  // `irecv`, `batch_isend_irecv`) and for every collective.
+  bool blocking = false;
   SourceLoc loc;
   NodeId node = 0;
 };

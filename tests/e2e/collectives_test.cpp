@@ -122,6 +122,21 @@ const std::vector<Expectation> kExpectations = {
      "the buffer of an irecv read before its wait()"},
     {"point_to_point.py::send_to_self", 2, 2,
      "destination rank should not be the same as the rank of the current process"},
+    // Blocking dist.send/dist.recv return only once the peer has posted the
+    // matching call: matched messages may still wait on each other.
+    {"point_to_point.py::exchange_send_first", 1, 1,
+     "rank 0 blocks in its send of message #0 to rank 1 until rank 1 posts the matching "
+     "receive, but rank 1 is itself blocked in its send of message #0 to rank 0"},
+    {"point_to_point.py::exchange_recv_first", 1, 1,
+     "rank 0 blocks in its recv of message #0 from rank 1 until rank 1 posts the "
+     "message, but rank 1 is itself blocked in its recv of message #0 from rank 0"},
+    {"point_to_point.py::exchange_odd_even", 0, 0, ""},
+    {"point_to_point.py::exchange_posted", 0, 0, ""},
+    {"point_to_point.py::exchange_batched", 0, 0, ""},
+    {"point_to_point.py::ring_send_first", 1, 1,
+     "rank 0 blocks in its send of message #0 to rank 1 until rank 1 posts the matching "
+     "receive, but rank 1 is itself blocked in its send of message #0 to rank"},
+    {"point_to_point.py::ring_one_receives_first", 0, 0, ""},
 };
 
 std::vector<CollectiveCase> cases() {

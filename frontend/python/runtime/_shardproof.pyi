@@ -108,11 +108,14 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
                       inputs: Sequence[Number], outputs: Sequence[Term], file: str,
                       line: int, column: int, function: str, node: int,
                       input_splits: Optional[Sequence[int]] = None,
-                      output_splits: Optional[Sequence[int]] = None) -> None:
+                      output_splits: Optional[Sequence[int]] = None,
+                      blocking: bool = False) -> None:
     """One collective call: kind is ir::collective_name's ("all_reduce",
     "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
     "gather", "scatter"), op the reduction ("sum", "avg", "max", ...), the
-    n-th (sequence) call over `group`; outputs are its placeholders."""
+    n-th (sequence) call over `group`; outputs are its placeholders.
+    `blocking`: a point-to-point call ("send_recv") that returns only once
+    its message is matched (send, recv), not one that posts and returns."""
 def known_collective(group: Sequence[int], sequence: int, message: bool = False
                      ) -> Optional[list[Term]]:
     """What an earlier pass linked that collective's result to, or None.

@@ -187,3 +187,110 @@ class HeaderChain(torch.nn.Module):
 
 def shape_sent_first_every_rank():
     return HeaderChain(), (torch.randn(3),)
+
+
+# ---- blocking messages that wait on each other ---------------------------
+# Neighbouring ranks exchange values, as 1F1B's steady state exchanges an
+# activation for a gradient. dist.send and dist.recv return only once the
+# peer has posted the matching call (PyTorch documents them as synchronous),
+# so two ranks that both send first with dist.send wait on each other.
+
+def _send_first(mine, other, peer):
+    dist.send(mine, peer)
+    dist.recv(other, peer)
+
+
+def _recv_first(mine, other, peer):
+    dist.recv(other, peer)
+    dist.send(mine, peer)
+
+
+def _odd_even(mine, other, peer):
+    """The even rank sends first, the odd one receives first."""
+    if dist.get_rank() % 2 == 0:
+        _send_first(mine, other, peer)
+    else:
+        _recv_first(mine, other, peer)
+
+
+def _posted_exchange(mine, other, peer):
+    for work in [dist.isend(mine, peer), dist.irecv(other, peer)]:
+        work.wait()
+
+
+def _batched_exchange(mine, other, peer):
+    ops = [dist.P2POp(dist.isend, mine, peer), dist.P2POp(dist.irecv, other, peer)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+
+
+class PairExchange(torch.nn.Module):
+    """Ranks 2i and 2i+1 each apply stage (rank % 2)'s step and exchange the
+    results: both return the sum of the two stages' steps."""
+
+    def __init__(self, exchange):
+        super().__init__()
+        self.exchange = exchange
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        if world == 1:
+            return _stage_step(x, 0) + _stage_step(x, 1)
+        mine, other = _stage_step(x, rank % 2), torch.empty(x.shape)
+        self.exchange(mine, other, rank ^ 1)
+        return mine + other
+
+
+def exchange_send_first():
+    """Both ranks of a pair block in dist.send: a hang."""
+    return PairExchange(_send_first), (torch.randn(3),)
+
+
+def exchange_recv_first():
+    """Both ranks of a pair block in dist.recv: a hang."""
+    return PairExchange(_recv_first), (torch.randn(3),)
+
+
+def exchange_odd_even():
+    return PairExchange(_odd_even), (torch.randn(3),)
+
+
+def exchange_posted():
+    return PairExchange(_posted_exchange), (torch.randn(3),)
+
+
+def exchange_batched():
+    return PairExchange(_batched_exchange), (torch.randn(3),)
+
+
+class RingShift(torch.nn.Module):
+    """Every rank sends its step to the next rank round a ring and receives
+    the previous rank's; `receives_first`: the rank that receives before it
+    sends (None: every rank sends first, and every rank waits in its send)."""
+
+    def __init__(self, receives_first=None):
+        super().__init__()
+        self.receives_first = receives_first
+
+    def forward(self, x):
+        world, rank = dist.get_world_size(), dist.get_rank()
+        mine = _stage_step(x, 0)
+        if world == 1:
+            return mine + mine
+        other = torch.empty(x.shape)
+        if rank == self.receives_first:
+            dist.recv(other, (rank - 1) % world)
+            dist.send(mine, (rank + 1) % world)
+        else:
+            dist.send(mine, (rank + 1) % world)
+            dist.recv(other, (rank - 1) % world)
+        return mine + other
+
+
+def ring_send_first():
+    return RingShift(), (torch.randn(3),)
+
+
+def ring_one_receives_first():
+    """Rank 0 receives first: the sends drain round the ring."""
+    return RingShift(receives_first=0), (torch.randn(3),)

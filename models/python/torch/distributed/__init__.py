@@ -410,12 +410,13 @@ def _listed(fn, what, tensors, g):
 
 
 def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
-           local=None, has_outputs=True, in_shape=None):
+           local=None, has_outputs=True, in_shape=None, blocking=False):
     """Records the call; returns its result (a flat object array of
     placeholders, or the constants an earlier pass linked them to) and the IR
     node that produced it. Over a group of one the result is `local`, with no
     call to link (the reference run has a node for each collective).
-    `in_shape`: the shape the call sends, where its input tensor's is not."""
+    `in_shape`: the shape the call sends, where its input tensor's is not.
+    `blocking`: a message call that returns only once matched (send, recv)."""
     inputs = np.asarray(inputs).ravel()
     count = int(np.prod(out_shape)) if has_outputs else 0
     site = _site()
@@ -444,7 +445,7 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
         inputs.shape if not parents else _in_shape(parents, inputs),
         output_shape=out_shape if count else (0,), dtype=dtype.name,
         inputs=inputs.tolist(), outputs=outputs, file=file, line=line, column=col,
-        function=func, node=node, **uneven)
+        function=func, node=node, blocking=blocking, **uneven)
     return values, node
 
 
@@ -1021,8 +1022,10 @@ def _tagged(fn, tag):
                             "pair of ranks)")
 
 
-def _send(fn, tensor, dst, group, tag, group_dst):
-    """Records the message; the receiver's buffer is linked to its values."""
+def _send(fn, tensor, dst, group, tag, group_dst, blocking=False):
+    """Records the message; the receiver's buffer is linked to its values.
+    `blocking`: dist.send, which returns only once the receiver has posted
+    the matching receive."""
     g = _group(group)
     if _outside(g):
         return False
@@ -1030,13 +1033,15 @@ def _send(fn, tensor, dst, group, tag, group_dst):
     peer = _peer(fn, g, dst, group_dst, "dst")
     _dense(fn, tensor)
     _issue("send_recv", "sum", _Pair(world.rank, peer), (tensor,), tensor._a,
-           tensor._a.shape, tensor.dtype, root=world.rank, has_outputs=False)
+           tensor._a.shape, tensor.dtype, root=world.rank, has_outputs=False,
+           blocking=blocking)
     return True
 
 
-def _recv(fn, tensor, src, group, tag, group_src):
+def _recv(fn, tensor, src, group, tag, group_src, blocking=False):
     """The write of the message into `tensor`, as (tensor, values, node), and
-    the sender's global rank."""
+    the sender's global rank. `blocking`: dist.recv, which returns only once
+    the sender has posted the message."""
     g = _group(group)
     if _outside(g):
         return None, -1
@@ -1047,17 +1052,17 @@ def _recv(fn, tensor, src, group, tag, group_src):
     peer = _peer(fn, g, src, group_src, "src")
     _dense(fn, tensor)
     flat, node = _issue("send_recv", "sum", _Pair(peer, world.rank), (tensor,), tensor._a,
-                        tensor._a.shape, tensor.dtype, root=peer)
+                        tensor._a.shape, tensor.dtype, root=peer, blocking=blocking)
     return (tensor, flat, node), peer
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
-    _send("send", tensor, dst, group, tag, group_dst)
+    _send("send", tensor, dst, group, tag, group_dst, blocking=True)
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
     """Blocks until the message is in `tensor`; returns the sender's rank."""
-    write, peer = _recv("recv", tensor, src, group, tag, group_src)
+    write, peer = _recv("recv", tensor, src, group, tag, group_src, blocking=True)
     if write is not None:
         Work([write])._complete()
     return peer
