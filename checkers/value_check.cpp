@@ -1208,7 +1208,8 @@ bool check_value(CheckContext &context, const ValueObligation &ob) {
   if (verdict.kind == prover::Verdict::Kind::Refuted)
     report_refutation(context, ob, eq, verdict);
   bool proved = verdict.kind == prover::Verdict::Kind::Proved;
-  context.obligations.push_back({ob.name, ob.loc, std::move(verdict)});
+  context.obligations.push_back(
+      {ob.name, ob.loc, std::move(verdict), ob.role != ir::Output::Role::Forward});
   return proved;
 }
 
