@@ -18,8 +18,9 @@ namespace {
 // "send of message #1 to rank 1", "recv of message #0 from rank 0".
 std::string call_str(const ir::BlockedRank &b) {
   const bool sends = b.call->group[0] == b.rank;
-  return fmt::format("{} of message #{} {} rank {}", sends ? "send" : "recv", b.message,
-                     sends ? "to" : "from", b.peer);
+  return fmt::format("{}{} of message #{} {} rank {}", b.in_wait ? "wait() on its " : "",
+                     b.in_wait ? (sends ? "isend" : "irecv") : (sends ? "send" : "recv"),
+                     b.message, sends ? "to" : "from", b.peer);
 }
 
 std::string waits_for(const ir::BlockedRank &b) {

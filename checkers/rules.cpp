@@ -48,14 +48,14 @@ constexpr Rule kRules[] = {
      "receive and `recv` once the sender has posted the message (PyTorch "
      "documents both as synchronous; NCCL's send does not complete before the "
      "peer's receive), while `isend`, `irecv` and `batch_isend_irecv` post and "
-     "return. Every rank's calls are run in program order; when ranks remain "
+     "return, and the `wait()` on their Work blocks as `send` and `recv` do. "
+     "Every rank's calls are run in program order; when ranks remain "
      "that can never go on (two pipeline stages that each send first with "
      "`send`, a ring where every rank sends first), each is reported at its "
      "blocked call, naming the peer it waits for, with notes where that peer is "
      "blocked and at the call it never reaches. Collectives are taken not to "
-     "block there, nor the wait() of a posted call: a hang through one may be "
-     "missed, but none is reported that synchronous send and recv do not "
-     "cause."},
+     "block there: a hang through one may be missed, but none is reported that "
+     "synchronous messages do not cause."},
     {RuleCode::UnmatchedParameter, "SP004", "unmatched-parameter", Severity::Warning,
      "A rank's parameter has no counterpart in the single-device reference.",
      "Parameters are matched to the reference by qualified name; one whose shape "

@@ -1076,6 +1076,18 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
   if (PyErr_Occurred())
     return nullptr;
   trace().collectives.push_back(std::move(c));
+  return PyLong_FromSize_t(trace().collectives.size() - 1);
+}
+
+// The first wait() on the Work of an isend or irecv (the call's index).
+PyObject *py_record_wait(PyObject *, PyObject *args) {
+  Py_ssize_t index;
+  if (!PyArg_ParseTuple(args, "n", &index))
+    return nullptr;
+  auto &calls = trace().collectives;
+  if (index >= 0 && static_cast<std::size_t>(index) < calls.size() &&
+      calls[static_cast<std::size_t>(index)].waited < 0)
+    calls[static_cast<std::size_t>(index)].waited = static_cast<int>(calls.size());
   Py_RETURN_NONE;
 }
 
@@ -1412,7 +1424,9 @@ PyMethodDef module_methods[] = {
     {"record_parallel_group", in_trace<py_record_parallel_group>, METH_VARARGS,
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
     {"record_collective", with_keywords(in_trace<py_record_collective>),
-     METH_VARARGS | METH_KEYWORDS, "record a collective call"},
+     METH_VARARGS | METH_KEYWORDS, "record a collective call; returns its index"},
+    {"record_wait", in_trace<py_record_wait>, METH_VARARGS,
+     "record the wait() on an isend's or irecv's Work (the call's index)"},
     {"known_collective", in_trace<py_known_collective>, METH_VARARGS,
      "the constants an earlier pass linked a collective (group, sequence) to, or None"},
     {"record_output", with_keywords(in_trace<py_record_output>),

@@ -16,18 +16,50 @@ int peer_of(const Collective &c, int rank) {
   return c.group[0] == rank ? c.group[1] : c.group[0];
 }
 
-// Every rank's calls with, for each message, its index on its channel and
-// the index of the matching call in the peer's list; and how far each rank
-// has run.
+// One step of a rank: posting call `call` (a blocking one returns once
+// matched), or the wait() on a posted one.
+struct Event {
+  std::size_t call = 0;
+  bool wait = false;
+};
+
+// A rank's events in program order: each call, and each wait() before the
+// call recorded after it.
+std::vector<Event> events_of(const std::vector<Collective> &calls,
+                             std::vector<std::size_t> &post_at) {
+  std::vector<std::vector<std::size_t>> waits_before(calls.size() + 1);
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].waited >= 0 && static_cast<std::size_t>(calls[i].waited) <= calls.size())
+      waits_before[static_cast<std::size_t>(calls[i].waited)].push_back(i);
+  std::vector<Event> events;
+  post_at.assign(calls.size(), 0);
+  for (std::size_t k = 0; k <= calls.size(); ++k) {
+    for (std::size_t i : waits_before[k])
+      events.push_back({i, true});
+    if (k < calls.size()) {
+      post_at[k] = events.size();
+      events.push_back({k, false});
+    }
+  }
+  return events;
+}
+
+// Every rank's events with, for each message, its index on its channel and
+// the index of the matching call in the peer's list; and how far (in
+// events) each rank has run.
 struct Schedule {
   const std::vector<Trace> &ranks;
   std::vector<std::vector<int>> message;
   std::vector<std::vector<std::size_t>> partner;
+  std::vector<std::vector<Event>> events;
+  std::vector<std::vector<std::size_t>> post_at; // call -> index of its post event
   std::vector<std::size_t> pc;
 
   explicit Schedule(const std::vector<Trace> &traces)
       : ranks(traces), message(traces.size()), partner(traces.size()),
-        pc(traces.size(), 0) {
+        events(traces.size()), post_at(traces.size()), pc(traces.size(), 0) {
+    for (std::size_t r = 0; r < traces.size(); ++r)
+      events[r] = events_of(traces[r].collectives, post_at[r]);
     using Key = std::tuple<int, int, int>; // sender, receiver, index
     std::vector<std::map<Key, std::size_t>> at(traces.size());
     for (std::size_t r = 0; r < traces.size(); ++r) {
@@ -57,16 +89,19 @@ struct Schedule {
     }
   }
 
-  bool done(std::size_t r) const { return pc[r] >= ranks[r].collectives.size(); }
+  bool done(std::size_t r) const { return pc[r] >= events[r].size(); }
 
-  // Whether rank r's next call returns: a blocking message once the peer
-  // has reached (posted or is blocked in) the matching call.
+  // Whether rank r's next event returns: a blocking message, or the wait()
+  // on a posted one, once the peer has reached (posted or is blocked in)
+  // the matching call.
   bool can_go(std::size_t r) const {
-    const Collective &c = ranks[r].collectives[pc[r]];
-    const std::size_t match = partner[r][pc[r]];
-    if (!c.blocking || !is_message(c) || match == kNone)
+    const Event &e = events[r][pc[r]];
+    const Collective &c = ranks[r].collectives[e.call];
+    const std::size_t match = partner[r][e.call];
+    if (!(c.blocking || e.wait) || !is_message(c) || match == kNone)
       return true;
-    return pc[static_cast<std::size_t>(peer_of(c, static_cast<int>(r)))] >= match;
+    const auto peer = static_cast<std::size_t>(peer_of(c, static_cast<int>(r)));
+    return pc[peer] >= post_at[peer][match];
   }
 
   // Runs every rank as far as it goes. Calls only ever unblock as the
@@ -83,15 +118,17 @@ struct Schedule {
   }
 
   BlockedRank blocked(std::size_t r) const {
-    const Collective &c = ranks[r].collectives[pc[r]];
+    const Event &e = events[r][pc[r]];
+    const Collective &c = ranks[r].collectives[e.call];
     const int peer = peer_of(c, static_cast<int>(r));
     const auto p = static_cast<std::size_t>(peer);
     return {static_cast<int>(r),
             &c,
-            message[r][pc[r]],
+            e.wait,
+            message[r][e.call],
             peer,
-            &ranks[p].collectives[partner[r][pc[r]]],
-            done(p) ? nullptr : &ranks[p].collectives[pc[p]]};
+            &ranks[p].collectives[partner[r][e.call]],
+            done(p) ? nullptr : &ranks[p].collectives[events[p][pc[p]].call]};
   }
 };
 } // namespace

@@ -108,6 +108,10 @@ struct Collective {
   // (`send`, `recv`); false for one that posts and returns (`isend`,
   // `irecv`, `batch_isend_irecv`) and for every collective.
   bool blocking = false;
+  // An isend's or irecv's first wait(): the number of the rank's calls
+  // recorded before it (it blocks there until the peer has posted the
+  // matching call); -1 when never waited on.
+  int waited = -1;
   SourceLoc loc;
   NodeId node = 0;
 };

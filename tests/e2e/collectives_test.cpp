@@ -130,6 +130,9 @@ const std::vector<Expectation> kExpectations = {
     {"point_to_point.py::exchange_recv_first", 1, 1,
      "rank 0 blocks in its recv of message #0 from rank 1 until rank 1 posts the "
      "message, but rank 1 is itself blocked in its recv of message #0 from rank 0"},
+    {"point_to_point.py::exchange_isend_waited_first", 1, 1,
+     "rank 0 blocks in its wait() on its isend of message #0 to rank 1 until rank 1 "
+     "posts the matching receive"},
     {"point_to_point.py::exchange_odd_even", 0, 0, ""},
     {"point_to_point.py::exchange_posted", 0, 0, ""},
     {"point_to_point.py::exchange_batched", 0, 0, ""},

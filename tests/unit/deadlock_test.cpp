@@ -126,3 +126,18 @@ TEST(MessageDeadlock, CollectivesDoNotBlockAndAPairStuckAloneIsReported) {
                        {{Call::AllReduce}, {Call::Recv, 2}, {Call::Send, 2}}});
   EXPECT_EQ(stuck(ir::blocked_ranks(ranks)), (std::vector<int>{0, 1}));
 }
+
+TEST(MessageDeadlock, TheWaitOnAPostedCallBlocksAsSendAndRecvDo) {
+  // isend(...).wait() then irecv on both ranks: each waits on its isend.
+  auto ranks = traces(
+      {{{Call::ISend, 1}, {Call::IRecv, 1}}, {{Call::ISend, 0}, {Call::IRecv, 0}}});
+  for (auto &rank : ranks)
+    rank.collectives[0].waited = 1; // before the irecv is posted
+  auto blocked = ir::blocked_ranks(ranks);
+  ASSERT_EQ(stuck(blocked), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(blocked[0].in_wait);
+  // Both posted before either waits (batch_isend_irecv, then wait()).
+  for (auto &rank : ranks)
+    rank.collectives[0].waited = 2;
+  EXPECT_TRUE(ir::blocked_ranks(ranks).empty());
+}

@@ -109,13 +109,16 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
                       line: int, column: int, function: str, node: int,
                       input_splits: Optional[Sequence[int]] = None,
                       output_splits: Optional[Sequence[int]] = None,
-                      blocking: bool = False) -> None:
+                      blocking: bool = False) -> int:
     """One collective call: kind is ir::collective_name's ("all_reduce",
     "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
     "gather", "scatter"), op the reduction ("sum", "avg", "max", ...), the
     n-th (sequence) call over `group`; outputs are its placeholders.
     `blocking`: a point-to-point call ("send_recv") that returns only once
-    its message is matched (send, recv), not one that posts and returns."""
+    its message is matched (send, recv), not one that posts and returns.
+    Returns the call's index among the rank's calls."""
+def record_wait(index: int) -> None:
+    """The first wait() on the Work of the isend or irecv recorded at `index`."""
 def known_collective(group: Sequence[int], sequence: int, message: bool = False
                      ) -> Optional[list[Term]]:
     """What an earlier pass linked that collective's result to, or None.

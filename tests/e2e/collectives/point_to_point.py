@@ -213,6 +213,12 @@ def _odd_even(mine, other, peer):
         _recv_first(mine, other, peer)
 
 
+def _isend_waited_first(mine, other, peer):
+    """isend(...).wait() before the receive: the wait blocks as send does."""
+    dist.isend(mine, peer).wait()
+    dist.irecv(other, peer).wait()
+
+
 def _posted_exchange(mine, other, peer):
     for work in [dist.isend(mine, peer), dist.irecv(other, peer)]:
         work.wait()
@@ -249,6 +255,11 @@ def exchange_send_first():
 def exchange_recv_first():
     """Both ranks of a pair block in dist.recv: a hang."""
     return PairExchange(_recv_first), (torch.randn(3),)
+
+
+def exchange_isend_waited_first():
+    """Both ranks of a pair wait on their isend before posting the receive."""
+    return PairExchange(_isend_waited_first), (torch.randn(3),)
 
 
 def exchange_odd_even():

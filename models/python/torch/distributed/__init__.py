@@ -439,7 +439,8 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
                   parents, loc=site)._node
     uneven = {} if splits is None else dict(zip(("input_splits", "output_splits"), splits))
-    _sp.record_collective(
+    global _last_call  # its index among the rank's calls: an isend's or irecv's Work waits on it
+    _last_call = _sp.record_collective(
         kind=kind, op=op, group=ranks, sequence=seq, src=root,
         input_shape=in_shape if in_shape is not None else
         inputs.shape if not parents else _in_shape(parents, inputs),
@@ -447,6 +448,9 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
         inputs=inputs.tolist(), outputs=outputs, file=file, line=line, column=col,
         function=func, node=node, blocking=blocking, **uneven)
     return values, node
+
+
+_last_call = -1
 
 
 def _in_shape(parents, inputs):
@@ -504,8 +508,9 @@ class Work:
     until wait(), which writes the results (in PyTorch a read before wait()
     races with the collective)."""
 
-    def __init__(self, writes=()):
+    def __init__(self, writes=(), message=None):
         self._writes = list(writes)
+        self._message = message  # an isend's or irecv's call: wait() blocks on its peer
 
     def _complete(self):
         writes, self._writes = self._writes, []
@@ -514,6 +519,9 @@ class Work:
 
     @_tracing.no_effect(timeout="a time limit changes no value")
     def wait(self, timeout=None):
+        if self._message is not None:
+            _sp.record_wait(self._message)
+            self._message = None
         self._complete()
         return True
 
@@ -1069,7 +1077,8 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
-    return Work() if _send("isend", tensor, dst, group, tag, group_dst) else None
+    return Work(message=_last_call) if _send("isend", tensor, dst, group, tag, group_dst) \
+        else None
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
@@ -1078,8 +1087,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     write, _ = _recv("irecv", tensor, src, group, tag, group_src)
     if write is None:
         return None
+    message = _last_call
     _opaque_write(tensor, "the buffer of an irecv read before its wait()", "irecv")
-    return Work([write])
+    return Work([write], message=message)
 
 
 class P2POp:
