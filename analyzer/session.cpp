@@ -34,8 +34,9 @@ std::size_t TargetResult::count(Verdict::Kind kind) const {
 }
 
 std::size_t TargetResult::gradient_obligations() const {
-  return static_cast<std::size_t>(std::count_if(
-      obligations.begin(), obligations.end(), [](const auto &o) { return o.on_gradients; }));
+  return static_cast<std::size_t>(
+      std::count_if(obligations.begin(), obligations.end(),
+                    [](const auto &o) { return o.on_gradients; }));
 }
 
 TargetVerdict TargetResult::verdict() const {

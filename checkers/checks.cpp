@@ -21,7 +21,8 @@ std::vector<std::unique_ptr<Check>> make_checks(const CheckOptions &options) {
     checks.push_back(make_module_equivalence_check());
   checks.push_back(make_forward_equivalence_check());
   checks.push_back(make_gradient_equivalence_check());
-  checks.push_back(make_exp_overflow_check()); // what the proofs over the reals cannot see
+  checks.push_back(
+      make_exp_overflow_check()); // what the proofs over the reals cannot see
   return checks;
 }
 
@@ -33,8 +34,9 @@ void run_checks(CheckContext &context, const CheckOptions &options) {
     for (std::size_t i = before; i < context.findings.size(); ++i)
       if (std::find(declared.begin(), declared.end(), context.findings[i].rule) ==
           declared.end())
-        throw std::logic_error(fmt::format("check {} reported {}, a rule it does not declare",
-                                           check->name(), context.findings[i].rule_id()));
+        throw std::logic_error(
+            fmt::format("check {} reported {}, a rule it does not declare", check->name(),
+                        context.findings[i].rule_id()));
   }
 }
 

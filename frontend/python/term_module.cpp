@@ -1043,11 +1043,11 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
   PyObject *input_splits = nullptr, *output_splits = nullptr;
   int sequence, src, line, column, blocking = 0;
   unsigned node;
-  if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "ssOiiOOsOOsiisI|OOp", const_cast<char **>(keywords), &kind, &op,
-          &group, &sequence, &src, &in_shape, &out_shape, &dtype, &inputs, &outputs,
-          &file, &line, &column, &function, &node, &input_splits, &output_splits,
-          &blocking))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ssOiiOOsOOsiisI|OOp",
+                                   const_cast<char **>(keywords), &kind, &op, &group,
+                                   &sequence, &src, &in_shape, &out_shape, &dtype,
+                                   &inputs, &outputs, &file, &line, &column, &function,
+                                   &node, &input_splits, &output_splits, &blocking))
     return nullptr;
   ir::Collective c;
   auto k = ir::collective_from_name(kind);

@@ -37,7 +37,8 @@ TEST(StandInTorch, HooksRunInPyTorchsOrder) {
 // stand-in, for the ops in common use (tests/surface/keyword_names.py); the
 // real names come from Debian's PyTorch, as the cases' values do.
 TEST(StandInTorch, KeywordNamesMatchRealPyTorch) {
-  std::string script = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/surface/keyword_names.py";
+  std::string script =
+      std::string(SHARDPROOF_SOURCE_DIR) + "/tests/surface/keyword_names.py";
   std::string json = testing::TempDir() + "torch_signatures.json";
   std::string cmd = "/usr/bin/python3 " + script + " --real " + json;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "real PyTorch's signatures could not be read";
@@ -69,7 +70,8 @@ TEST(StandInTorch, UseOutsideATracedRunIsAPythonError) {
 
 TEST(StandInTorch, TheModuleStubDocumentsEveryName) {
   std::string dir = std::string(SHARDPROOF_SOURCE_DIR) + "/tests/differential/";
-  EXPECT_EQ(shardproof::frontend::run_python_script(dir + "stub_matches_module.py", {}), 0);
+  EXPECT_EQ(shardproof::frontend::run_python_script(dir + "stub_matches_module.py", {}),
+            0);
 }
 
 TEST(StandInTorch, ConcreteQuotientsAreExact) {

@@ -153,13 +153,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "bad size 3"},
         // A TypeError of the code's own function stays its error (not a
         // stand-in gap), also where one of ours has the same name.
-        BadInput{"tests/e2e/bad/type_error_in_own_code.py::entry",
-                 "^tests/e2e/bad/type_error_in_own_code\\.py:9: error: entry\\(\\) raised "
-                 "TypeError: scale\\(\\) got an unexpected keyword argument 'factr'"},
-        BadInput{"tests/e2e/bad/type_error_in_own_code.py::shared_name",
-                 "^tests/e2e/bad/type_error_in_own_code\\.py:19: error: shared_name\\(\\) "
-                 "raised TypeError: Linear\\.forward\\(\\) got an unexpected keyword "
-                 "argument 'y'"},
+        BadInput{
+            "tests/e2e/bad/type_error_in_own_code.py::entry",
+            "^tests/e2e/bad/type_error_in_own_code\\.py:9: error: entry\\(\\) raised "
+            "TypeError: scale\\(\\) got an unexpected keyword argument 'factr'"},
+        BadInput{
+            "tests/e2e/bad/type_error_in_own_code.py::shared_name",
+            "^tests/e2e/bad/type_error_in_own_code\\.py:19: error: shared_name\\(\\) "
+            "raised TypeError: Linear\\.forward\\(\\) got an unexpected keyword "
+            "argument 'y'"},
         BadInput{"tests/e2e/bad/recursion.py::entry",
                  "^tests/e2e/bad/recursion\\.py:5: error: recursion too deep"},
         BadInput{"tests/e2e/bad/import_error.py::entry",
