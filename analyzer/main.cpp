@@ -37,6 +37,30 @@ rule_codes(const std::vector<std::string> &texts) {
   return codes;
 }
 
+// `check ROOT --launch FILE`: the tree and its framework (found from its
+// folders unless --framework says); nullopt after saying what is wrong.
+std::optional<frontend::LaunchRequest> launch_request(const std::vector<std::string> &targets,
+                                                      std::string framework,
+                                                      const std::string &launch_file,
+                                                      const std::string &entry, int world) {
+  if (targets.size() != 1) {
+    std::cerr << "shardproof: --launch takes one ROOT, the framework tree\n";
+    return std::nullopt;
+  }
+  if (framework.empty())
+    framework = frontend::detect_framework(targets[0]);
+  if (framework.empty()) {
+    std::cerr << "shardproof: " << targets[0]
+              << " holds neither megatron/core nor deepspeed/: pass --framework\n";
+    return std::nullopt;
+  }
+  return frontend::LaunchRequest{.root = targets[0],
+                                 .framework = framework,
+                                 .launch_file = launch_file,
+                                 .model_entry = entry,
+                                 .world = world};
+}
+
 // --format, for each command that reports.
 void add_format_option(CLI::App &command, std::string &format) {
   command.add_option("--format", format, "text or json")
@@ -148,7 +172,18 @@ int main(int argc, char **argv) {
         ->add_option("--framework", framework,
                      "the framework of the tree (scan: found from its folders)")
         ->check(CLI::IsMember({"megatron", "deepspeed"}));
-  check->add_option("--entry", recipe, "the recipe to build (with --framework)");
+  check->add_option("--entry", recipe,
+                    "the recipe to build (with --framework); with --launch, the "
+                    "user's model builder FILE.py::FUNC (DeepSpeed) or the entry "
+                    "script in the tree (Megatron, default: found from the launch)");
+  std::string launch_file;
+  check
+      ->add_option("--launch", launch_file,
+                   "check the training step this launch configuration runs, built by "
+                   "the framework tree ROOT (docs/launch.md): a Megatron "
+                   "model_config.yaml, arguments file or launch script, or a DeepSpeed "
+                   "JSON config with --entry MODEL.py::FUNC")
+      ->check(CLI::ExistingFile);
   for (auto &[axis, size] : axes)
     check->add_option("--" + axis, size, axis + " parallel size (with --framework)")
         ->check(CLI::Range(1, 64));
@@ -235,7 +270,23 @@ int main(int argc, char **argv) {
     targets = {scan_root};
   }
   std::vector<analyzer::Target> runs;
-  if (!request.framework.empty()) {
+  if (!launch_file.empty()) {
+    auto launch = launch_request(targets, request.framework, launch_file, recipe,
+                                 check->count("--world") ? world : 0);
+    if (!launch)
+      return 2;
+    if (request.layout_given()) {
+      std::cerr << "shardproof: --launch takes its parallel sizes from the launch; "
+                   "--tp, --cp, --ep, --dp, --pp, --sp and --option do not apply\n";
+      return 2;
+    }
+    try {
+      runs.push_back(frontend::launch_target(*launch));
+    } catch (const std::exception &e) {
+      std::cerr << "shardproof: " << e.what() << "\n";
+      return 2;
+    }
+  } else if (!request.framework.empty()) {
     if (targets.size() != 1 || (*check && recipe.empty())) {
       std::cerr << "shardproof: --framework takes one ROOT and an --entry\n";
       return 2;

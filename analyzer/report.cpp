@@ -151,6 +151,8 @@ void write_text(std::ostream &out, std::ostream &err,
   for (const auto &r : results) {
     if (r.verdict() == TargetVerdict::Error || r.verdict() == TargetVerdict::Absent) {
       err << failure_line(r) << "\n";
+      if (!r.target.launch.empty())
+        err << "  launch: " << r.target.launch << "\n";
       continue;
     }
     for (const auto &f : r.findings) {
@@ -178,6 +180,8 @@ void write_text(std::ostream &out, std::ostream &err,
                        r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
                        r.count(Verdict::Kind::Unknown), step_coverage(r), suppressed,
                        r.seconds);
+    if (!r.target.launch.empty())
+      out << "  launch: " << r.target.launch << "\n";
     for (const auto &o : r.obligations)
       out << fmt::format("  {}: {}{}\n", verdict_word(o.verdict.kind), o.name,
                          o.verdict.method.empty() ? "" : " (" + o.verdict.method + ")");
@@ -237,6 +241,8 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
                              {"obligations", obligations}};
     if (r.trace)
       target["gradient_obligations"] = r.gradient_obligations();
+    if (!r.target.launch.empty())
+      target["launch"] = r.target.launch;
     if (r.trace)
       target["trace"] = {{"nodes", r.trace->nodes},
                          {"collectives", r.trace->collectives},

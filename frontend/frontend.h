@@ -40,6 +40,9 @@ struct Target {
   // Variables the analysed code reads (a recipe's MEGATRON_ROOT), set for
   // its runs only and restored after: nothing is left behind in the process.
   std::map<std::string, std::string> environment;
+  // A launch's plan (`check TREE --launch FILE`): the configuration, the
+  // sizes it was reduced to and the fallbacks taken, shown with the verdict.
+  std::string launch;
 
   std::string str() const { return str_with_path(path); }
   // As str(), with the path shown as `shown` (relative to the working folder).

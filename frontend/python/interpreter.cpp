@@ -291,4 +291,42 @@ recipe_matrix(const std::string &path,
   return matrix;
 }
 
+LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, int world,
+                       const std::string &model_entry,
+                       const std::map<std::string, std::string> &environment) {
+  PyObject *function = driver("launch_plan");
+  PyObject *variables = string_dict(environment);
+  PyObject *result = PyObject_CallFunction(function, "ssisO", path.c_str(),
+                                           launch_file.c_str(), world,
+                                           model_entry.c_str(), variables);
+  Py_DECREF(variables);
+  Py_DECREF(function);
+  if (!result)
+    throw std::runtime_error("shardproof's Python runtime failed: " +
+                             python_error_text());
+  LaunchPlan plan;
+  std::string error;
+  const char *layout = nullptr, *summary = nullptr;
+  PyObject *variables_set = nullptr;
+  if (PyUnicode_Check(result))
+    error = PyUnicode_AsUTF8(result);
+  else if (PyArg_ParseTuple(result, "sisO!", &layout, &plan.world, &summary, &PyDict_Type,
+                            &variables_set)) {
+    plan.layout = layout;
+    plan.summary = summary;
+    PyObject *key, *value;
+    for (Py_ssize_t at = 0; PyDict_Next(variables_set, &at, &key, &value);)
+      if (PyUnicode_Check(key) && PyUnicode_Check(value))
+        plan.environment[PyUnicode_AsUTF8(key)] = PyUnicode_AsUTF8(value);
+  } else {
+    PyErr_Clear();
+    error = path + ": plan() returned something other than (layout, world, summary, "
+                   "environment)";
+  }
+  Py_DECREF(result);
+  if (!error.empty())
+    throw std::invalid_argument(error);
+  return plan;
+}
+
 } // namespace shardproof::frontend

@@ -72,4 +72,23 @@ std::vector<RecipeConfig>
 recipe_matrix(const std::string &path,
               const std::map<std::string, std::string> &environment);
 
+// What a framework's launch file (integrations/<framework>/launch.py)
+// plans for a user's launch configuration: the parallel layout the ranks
+// build, the world, and one line for the report (what was launched, what was
+// reduced or substituted).
+struct LaunchPlan {
+  std::string layout;
+  int world = 0;
+  std::string summary;
+  // Variables the launch sets for its processes (a launch script's exports).
+  std::map<std::string, std::string> environment;
+};
+
+// Calls plan(launch_file, world, model_entry) of the launch module at
+// `path` with `environment` set. Throws std::invalid_argument naming the
+// file and line when the launch cannot be read or planned.
+LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, int world,
+                       const std::string &model_entry,
+                       const std::map<std::string, std::string> &environment);
+
 } // namespace shardproof::frontend

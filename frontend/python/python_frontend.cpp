@@ -385,6 +385,33 @@ Target recipe_target(const RecipeRequest &request) {
   return recipe_row(request.root, request.framework, request.entry, layout);
 }
 
+Target launch_target(const LaunchRequest &request) {
+  const std::string module =
+      fmt::format("{}/{}/launch.py", SHARDPROOF_RECIPES_DIR, request.framework);
+  auto absolute = [](const std::string &path) {
+    return path.empty() ? path : fs::absolute(path).lexically_normal().string();
+  };
+  std::string model = request.model_entry;
+  if (!model.empty()) { // its file absolute: the ranks run in other folders' imports
+    auto sep = model.find("::");
+    model = absolute(model.substr(0, sep)) +
+            (sep == std::string::npos ? "" : model.substr(sep));
+  }
+  auto environment = tree_environment(request.root, request.framework);
+  environment["SHARDPROOF_LAUNCH"] = absolute(request.launch_file);
+  LaunchPlan plan = launch_plan(module, environment["SHARDPROOF_LAUNCH"], request.world,
+                                model, environment);
+  if (!model.empty())
+    environment["SHARDPROOF_LAUNCH_MODEL"] = model;
+  environment.insert(plan.environment.begin(), plan.environment.end());
+  return Target{.path = module,
+                .function = "entry",
+                .layout = plan.layout,
+                .world = plan.world,
+                .environment = std::move(environment),
+                .launch = plan.summary};
+}
+
 std::vector<Target> scan_targets(const std::string &root, const std::string &framework) {
   std::vector<Target> targets;
   for (const auto &config :

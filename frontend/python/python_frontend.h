@@ -44,6 +44,22 @@ struct RecipeRequest {
 };
 Target recipe_target(const RecipeRequest &request);
 
+// The training step a user launches (`check TREE --launch FILE`): the
+// framework's launch module (integrations/<framework>/launch.py) plans the
+// layout and world from the launch file (a Megatron model_config.yaml, an
+// arguments file or launch script; a DeepSpeed JSON config with the user's
+// model builder `model_entry`) and builds that step on every rank. `world` is
+// --world, or 0 to take the launch's own. Throws std::invalid_argument
+// naming the file and line when the launch cannot be read.
+struct LaunchRequest {
+  std::string root;
+  std::string framework;
+  std::string launch_file;
+  std::string model_entry; // FILE.py::FUNC, or ""
+  int world = 0;
+};
+Target launch_target(const LaunchRequest &request);
+
 // Every row of the framework's SCAN table as a target. Throws
 // std::invalid_argument naming the file and line when it cannot be read.
 std::vector<Target> scan_targets(const std::string &root, const std::string &framework);

@@ -24,6 +24,24 @@ import shardproof_recipes
 
 _tracing.RUNTIME_DIRS.append(os.path.dirname(os.path.abspath(__file__)))
 import_policy.install()
+
+
+def _newer_python_names():
+    """The embedded interpreter is Debian's Python 3.11; frameworks written
+    for 3.12 import names it lacks that are pure declarations with no effect
+    on what runs (typing.override marks a method, nothing more)."""
+    import typing
+    if not hasattr(typing, "override"):
+        def override(method):
+            try:
+                method.__override__ = True
+            except (AttributeError, TypeError):
+                pass
+            return method
+        typing.override = override
+
+
+_newer_python_names()
 _BASELINE_MODULES = None
 
 
@@ -138,13 +156,15 @@ def _record_parameters(entry):
         if not getattr(p, "tensor_model_parallel", dim >= 0):
             dim = -1
         # A parameter DDP broadcast at construction holds rank 0's values; it
-        # is recorded by the values it was made with.
-        flat = getattr(p, "_shardproof_initial", p._a).ravel().tolist()
+        # is recorded by the values it was made with (and their shape: ZeRO 3
+        # leaves each parameter empty, its values in the partitions).
+        made_with = getattr(p, "_shardproof_initial", p._a)
+        flat = made_with.ravel().tolist()
         p.__dict__["_shardproof_recorded"] = [_term_key(v) for v in p._a.ravel().tolist()]
         for i, term in enumerate(flat):
-            _sp.rename(term, f"{name}{_index(p._a.shape, i)}")
+            _sp.rename(term, f"{name}{_index(made_with.shape, i)}")
         file, line = getattr(p, "_origin", ("", 0))
-        _sp.record_leaf(role="param", name=name, shape=p._a.shape, elements=flat,
+        _sp.record_leaf(role="param", name=name, shape=made_with.shape, elements=flat,
                         partition_dim=dim,
                         partition_stride=int(getattr(p, "partition_stride", 1)),
                         shard=rank, shards=world, file=file, line=line)
@@ -465,6 +485,30 @@ def scan_matrix(path, environment=None):
     return [tuple(row) for row in table]
 
 
+def launch_plan(path, launch_file, world, model_entry, environment=None):
+    """A framework launch module's plan for a user's launch (its plan()
+    returns {"layout", "world", "summary"} and optionally "environment", the
+    variables the launch sets for its processes) as (layout, world, summary,
+    environment), or an error message naming the file and line."""
+    try:
+        with _environment(environment or {}), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = _load(path)
+            planned = module.plan(launch_file, world, model_entry)
+    except shardproof_recipes.LaunchError as e:
+        return f"{e.file}:{e.line}: {e}"
+    except shardproof_recipes.RecipeError as e:
+        return f"{launch_file}:0: {e}"
+    except HarnessError as e:
+        return f"{e.file}:{e.line}: {e}"
+    except BaseException as e:
+        file, line = _user_frame(e.__traceback__, path)
+        return f"{file}:{line}: planning the launch raised {type(e).__name__}: {e}"
+    variables = {str(k): str(v) for k, v in (planned.get("environment") or {}).items()}
+    return (str(planned["layout"]), int(planned["world"]), str(planned["summary"]),
+            variables)
+
+
 def _swallowed_gap():
     """A run that finished although a gap of ours was raised in it (the
     analysed code caught it) is "could not prove", at the first gap."""
@@ -479,8 +523,17 @@ def _swallowed_gap():
 
 
 def run_rank(path, func, world, rank, environment=None, python_path=()):
-    with _environment(environment or {}), _user_packages(python_path):
+    with _environment({**(environment or {}), **_torchrun_variables(world, rank)}), \
+            _user_packages(python_path):
         return _run_rank(path, func, world, rank)
+
+
+def _torchrun_variables(world, rank):
+    """The environment torchrun gives each process it starts (one node of
+    `world` processes): frameworks read their rank and world from it."""
+    return {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world), "GROUP_RANK": "0", "NODE_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 
 
 def _run_rank(path, func, world, rank):

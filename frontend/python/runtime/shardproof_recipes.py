@@ -32,6 +32,15 @@ class ComponentAbsent(RecipeError):
     subject): `check` reports an error, `scan` lists it as absent."""
 
 
+class LaunchError(RecipeError):
+    """A launch configuration the tree cannot run as written: names the
+    launch file's line."""
+
+    def __init__(self, file, line, message):
+        super().__init__(message)
+        self.file, self.line = file, line
+
+
 @dataclasses.dataclass(frozen=True)
 class Parallel:
     tp: int = 1

@@ -159,9 +159,13 @@ def _data_array(data):
     return array, _scalar_dtype(data)
 
 
+_PYTHON_DTYPES = {builtins.int: _dtypes.int64, builtins.float: _dtypes.float64,
+                  builtins.bool: _dtypes.bool}  # `dtype=int`, as PyTorch takes it
+
+
 def _from_data(data, dtype, op):
     array, inferred = _data_array(data)
-    dtype = dtype or inferred
+    dtype = _PYTHON_DTYPES.get(dtype, dtype) or inferred
     if not dtype.is_floating_point and builtins.any(
             isinstance(v, _sp.Term) and not v.is_const for v in array.ravel()):
         _tracing.unmodelled(f"torch.{op} of symbolic values as torch.{dtype.name}")
@@ -628,6 +632,38 @@ def stack(tensors, dim=0):
     return _joined("stack", tensors, lambda arrays: np.stack(arrays, axis=d))
 
 
+def atleast_1d(*tensors):
+    return _at_least(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    return _at_least(tensors, 2)
+
+
+def _at_least(tensors, ndim):
+    """PyTorch's atleast_Nd up to 2: a 0-d tensor becomes (1,) or (1, 1), a
+    1-d one (n,) -> (1, n); one tensor gives one, several a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    out = tuple(t.reshape((1,) * (ndim - t.ndim) + tuple(t.shape)) if t.ndim < ndim else t
+                for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+@_out_form
+def vstack(tensors):
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+row_stack = vstack
+
+
+@_out_form
+def hstack(tensors):
+    tensors = [atleast_1d(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
 def tensor_split(input, indices_or_sections, dim=0):
     t, sections = input, indices_or_sections
     if isinstance(sections, Tensor):  # a 0-d count or 1-d split indices
@@ -829,6 +865,13 @@ class autocast:
 @_tracing.no_effect(device_type="autocast is never enabled in a trace (enabling it is rejected)")
 def is_autocast_enabled(device_type=None):
     return False
+
+
+def get_autocast_dtype(device_type):
+    """The dtype autocast of `device_type` would run in, PyTorch's default
+    (float16 on CUDA, bfloat16 on the CPU): it is never enabled in a trace,
+    so asking changes nothing (ZeRO 3's linear records it for its backward)."""
+    return _dtypes.bfloat16 if device_type == "cpu" else _dtypes.float16
 
 
 @_tracing.no_effect(

@@ -68,7 +68,13 @@ class Function:
         ctx.needs_input_grad = tuple(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         with _autograd._no_grad():  # forward's own ops are not differentiated
-            out = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is not Function.setup_context:
+                # PyTorch 2's form: forward without ctx, then setup_context
+                # with the inputs and the output.
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
         outputs = out if isinstance(out, tuple) else (out,)
         name = "custom:" + cls.__name__
         inputs = tuple(a for a in args if isinstance(a, Tensor))
@@ -87,6 +93,10 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        raise NotImplementedError
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
         raise NotImplementedError
 
     @staticmethod
@@ -267,12 +277,30 @@ class _ExecutionEngine:
         _autograd.queue_callback(callback)
 
     @staticmethod
-    def run_backward(*args, **kwargs):
-        # Megatron's custom_backward calls it on an output whose .data
-        # deallocate_output_tensor replaced by one element (its gradient
-        # keeps the old shape, which PyTorch's engine does not check).
-        _tracing.unmodelled("Variable._execution_engine.run_backward (a backward "
-                            "that skips the gradient's shape check)")
+    def run_backward(tensors, grad_tensors, keep_graph=False, create_graph=False,
+                     inputs=(), allow_unreachable=True, accumulate_grad=True):
+        """The engine's entry, as torch.autograd.backward calls it but
+        without the check that each gradient has its tensor's shape: Megatron's
+        custom_backward runs it on an output whose .data
+        deallocate_output_tensor replaced by one element, with the gradient
+        of the output's real shape, which its grad_fn takes."""
+        if create_graph:
+            _tracing.unmodelled("backward(create_graph=True) (higher-order gradients)")
+        if not accumulate_grad:
+            _tracing.unmodelled("Variable._execution_engine.run_backward("
+                                "accumulate_grad=False) (autograd.grad)")
+        tensors, grads = list(tensors), list(grad_tensors)
+        if len(grads) != len(tensors):
+            raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
+        for k, (t, g) in enumerate(zip(tensors, grads)):
+            if not t.requires_grad:
+                raise RuntimeError(f"element {k} of tensors does not require grad and "
+                                   "does not have a grad_fn")
+            if g is None:
+                from .. import ones_like
+                grads[k] = ones_like(t)
+        _autograd.backward_many(tensors, grads, retain_graph=bool(keep_graph),
+                                inputs=list(inputs) or None)
 
 
 Variable._execution_engine = _ExecutionEngine()

@@ -38,6 +38,8 @@ world = _World()
 def configure(size, rank):
     """Called by the driver before each rank's run."""
     world.size, world.rank = size, rank
+    if rank == 0:  # a new tracing pass (the ranks run in order)
+        _sent_this_pass.clear()
     world.initialized = False
     world.backend = None
     world.generation += 1
@@ -434,6 +436,8 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
                for i in range(count)]
     values = _known_result(ranks, seq, inputs, outputs if kind == "send_recv" else None) \
         if count else None
+    if values is None and kind == "broadcast":
+        values = _broadcast_this_pass(ranks, seq, root, inputs)
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
@@ -451,6 +455,30 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
 
 
 _last_call = -1
+
+# What each broadcast's source sent in this tracing pass, where it was
+# concrete: {(world size, group, sequence): values}. Ranks are traced in
+# order, so a receiver traced after its source (Megatron's batch, broadcast
+# from tensor-parallel rank 0) takes those values at once instead of
+# stopping on a placeholder and waiting a pass for each broadcast. It is a
+# guess: the pass after links every call, learns the constants and gives
+# them as known (_known_result); the session stops only on a pass that
+# learnt nothing new, so no verdict rests on a guess.
+_sent_this_pass = {}
+
+
+def _broadcast_this_pass(ranks, seq, root, inputs):
+    key = (world.size, ranks, seq)
+    if world.rank == root:
+        if inputs.dtype != object or all(getattr(v, "is_const", False) for v in inputs):
+            _sent_this_pass[key] = np.array(inputs)
+        return None
+    sent = _sent_this_pass.get(key)
+    if sent is None or sent.shape != inputs.shape:
+        return None
+    if inputs.dtype != object and sent.dtype == object:
+        return np.asarray([float(v) for v in sent]).astype(inputs.dtype)
+    return np.array(sent, dtype=inputs.dtype)
 
 
 def _in_shape(parents, inputs):
