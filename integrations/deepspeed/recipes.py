@@ -689,7 +689,8 @@ def _pipe_layers(tied):
 
 class PipelineTrainBatch(torch.nn.Module):
     """One training step of a PipelineEngine: `engine.train_batch` over this
-    data-parallel rank's micro-batches of the global batch. The schedule's
+    data-parallel rank's micro-batches (of `micro_batch` samples each) of
+    the global batch. The schedule's
     optimizer step runs where the schedule puts it, after the gradients it
     reduced are recorded (under ZeRO 1 the optimizer's partitions,
     gathered), since the step zeroes them; `finalize_grads` puts them back
@@ -699,9 +700,10 @@ class PipelineTrainBatch(torch.nn.Module):
     stage. It requires grad only so that the driver calls the entry's
     backward, which has nothing left to do."""
 
-    def __init__(self, engine, micro_batches, stage, dist):
+    def __init__(self, engine, micro_batches, stage, dist, micro_batch=1):
         super().__init__()
         self.engine, self.micro_batches = engine, micro_batches
+        self.micro_batch = micro_batch  # samples per micro-batch
         self.gradients, self.norms = None, []
         from deepspeed.runtime.pipe import schedule
         instructions = dict(type(engine)._INSTRUCTION_MAP)
@@ -725,7 +727,7 @@ class PipelineTrainBatch(torch.nn.Module):
         first = self.engine.grid.data_parallel_id * self.micro_batches
         # Data, as a loader gives it (the harness's inputs require grad).
         inputs, labels = inputs.detach(), labels.detach()
-        mine = list(zip(inputs.chunk(inputs.shape[0]), labels.chunk(labels.shape[0])))
+        mine = list(zip(inputs.split(self.micro_batch), labels.split(self.micro_batch)))
         loss = self.engine.train_batch(data_iter=iter(mine[first:first + self.micro_batches]))
         return loss.clone().detach().requires_grad_()
 

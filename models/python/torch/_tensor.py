@@ -37,6 +37,14 @@ class device:
     def __repr__(self):
         return f"device(type='{self.type}')"
 
+    # Equal devices are equal (and hash alike), as torch.device: ZeRO 3
+    # asserts its partitions share one (`len(set(t.device ...)) == 1`).
+    def __eq__(self, other):
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
 
 _Device = device  # `device` is also a parameter name of Tensor.to
 

@@ -436,8 +436,15 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
                for i in range(count)]
     values = _known_result(ranks, seq, inputs, outputs if kind == "send_recv" else None) \
         if count else None
-    if values is None and kind == "broadcast":
-        values = _broadcast_this_pass(ranks, seq, root, inputs)
+    if kind == "broadcast" and count:
+        sent = _broadcast_this_pass(ranks, seq, root, inputs)
+        if world.rank == root:
+            # The source keeps what it sends. (Given its result as known, a
+            # source that computes with it records those terms as its own
+            # parameter's, and its input then links to other ones each pass.)
+            values = np.array(inputs)
+        elif values is None:
+            values = sent
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
