@@ -375,11 +375,14 @@ class Launch:
         run["train_micro_batch_size_per_gpu"] = self.micro
         run["gradient_accumulation_steps"] = self.samples // (self.micro * data_parallel)
         zero = run.setdefault("zero_optimization", {})
+        reduced = []
         for key in BUCKET_KEYS:
             if key in zero or key in BUCKET_KEYS[:2]:
                 if zero.get(key, 5e8) > BUCKET:
-                    notes.append(f"zero_optimization.{key} {zero.get(key, 'default')} -> {BUCKET}")
+                    reduced.append(f"{key} {zero.get(key, 'default')}")
                     zero[key] = BUCKET
+        if reduced:
+            notes.append(f"ZeRO buckets ({', '.join(reduced)}) -> {BUCKET} elements")
         optimizer = run.get("optimizer")
         if isinstance(optimizer, dict) and str(optimizer.get("type")).lower() in ("adam", "adamw"):
             params = optimizer.setdefault("params", {})
@@ -418,12 +421,17 @@ class Launch:
         notes = list(self.notes)
         self.run_config(self.pp * self.ep * self.dp, notes)
         line = (f"DeepSpeed launch of {model_entry} with {os.path.basename(config.file)} "
-                f"({', '.join(what)}): {self.dp * self.ep} data-parallel ranks x "
-                f"{self.steps} micro-batches of {self.micro} (global batch {self.samples}); "
-                f"reference: world 1, {self.samples // self.micro} micro-batches")
+                f"({', '.join(what)}): {self.pp * self.ep * self.dp} ranks, "
+                f"{self.dp * self.ep} data-parallel, each {_count(self.steps, 'micro-batch')} "
+                f"of {self.micro} (global batch {self.samples}); reference: world 1, "
+                f"{_count(self.samples // self.micro, 'micro-batch')}")
         if notes:
             line += "; reduced or substituted: " + "; ".join(dict.fromkeys(notes))
         return line
+
+
+def _count(n, what):
+    return f"{n} {what}" + ("" if n == 1 else "es" if what.endswith("h") else "s")
 
 
 # ---- The user's builder ----
@@ -751,7 +759,9 @@ def entry():
     inputs, labels = built.global_batch(launch.samples, pipeline)
     run = launch.run_config(world, [])
     optimizer = built.optimizer
-    made_with = [(p, p._a.copy()) for p in built.model.parameters()]
+    # The values each parameter was made with (the stand-in's; real PyTorch,
+    # which tests/groundtruth/launch_deepspeed.py runs this with, has none).
+    made_with = [(p, p._a.copy()) for p in built.model.parameters() if hasattr(p, "_a")]
     engine, _, _, _ = deepspeed.initialize(
         model=built.model, config=run, optimizer=optimizer, lr_scheduler=built.lr_scheduler,
         model_parameters=[p for p in built.model.parameters() if p.requires_grad])
@@ -763,7 +773,7 @@ def entry():
     # DeepSpeed's own default (1.0 in current trees) where the config is silent.
     clip = engine.gradient_clipping() > 0
     if pipeline:
-        return _pipeline_entry(entry, engine, launch, dtype, clip, dist, inputs, labels)
+        return _pipeline_entry(entry, engine, launch, run, dtype, clip, dist, inputs, labels)
     step = EngineStep(engine, launch, built, dtype, engine.data_parallel_group)
     step.has_labels = labels is not None
     entry["model"] = step
@@ -799,7 +809,7 @@ def _pipeline_module(built, layout, path, line):
     return True
 
 
-def _pipeline_entry(entry, engine, launch, dtype, clip, dist, inputs, labels):
+def _pipeline_entry(entry, engine, launch, run, dtype, clip, dist, inputs, labels):
     """A PipelineModule's step: engine.train_batch over this data-parallel
     rank's micro-batches (recipes.PipelineTrainBatch), the loss it returns
     (averaged over the micro-batches and the data-parallel ranks by the
@@ -808,8 +818,9 @@ def _pipeline_entry(entry, engine, launch, dtype, clip, dist, inputs, labels):
     recipes = _recipes()
     if len(inputs) != 1 or labels is None:
         raise RecipeError("a pipeline's batch is (inputs, labels), one input tensor")
-    step = recipes.PipelineTrainBatch(engine, launch.steps, launch.stage, dist,
-                                      micro_batch=launch.micro)
+    # This run's micro-batches per data-parallel rank (the reference's: all).
+    step = recipes.PipelineTrainBatch(engine, run["gradient_accumulation_steps"], launch.stage,
+                                      dist, micro_batch=launch.micro)
     engine_inputs = _cast(entry["inputs"][0], dtype), _cast(entry["inputs"][1], dtype)
     entry.update(model=step, inputs=engine_inputs, backward=lambda loss: None,
                  finalize_grads=step.finalize_grads, step=lambda: None)
