@@ -61,6 +61,35 @@ std::optional<frontend::LaunchRequest> launch_request(const std::vector<std::str
                                  .world = world};
 }
 
+// `scan ROOT --launches`: a target per launch configuration the tree ships
+// (those whose path contains one of `matches`, when given); a configuration
+// that cannot be planned is its own error row.
+std::vector<analyzer::Target> launch_rows(const std::string &root,
+                                          const std::string &framework,
+                                          const std::vector<std::string> &matches,
+                                          std::vector<analyzer::TargetResult> &failed) {
+  std::vector<analyzer::Target> rows;
+  for (const std::string &file : frontend::launch_files(root, framework)) {
+    if (!matches.empty() &&
+        std::none_of(matches.begin(), matches.end(), [&](const std::string &m) {
+          return file.find(m) != std::string::npos;
+        }))
+      continue;
+    try {
+      rows.push_back(frontend::launch_target(
+          {.root = root, .framework = framework, .launch_file = file}));
+    } catch (const std::invalid_argument &e) {
+      analyzer::TargetResult row;
+      row.target = analyzer::Target{.path = file, .function = "launch"};
+      row.failure = frontend::TraceFailure{.kind = frontend::TraceFailure::Kind::BadInput,
+                                           .loc = {.file = file},
+                                           .message = e.what()};
+      failed.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
 // --format, for each command that reports.
 void add_format_option(CLI::App &command, std::string &format) {
   command.add_option("--format", format, "text or json")
@@ -195,6 +224,16 @@ int main(int argc, char **argv) {
                    "a model option of the recipe, NAME=VALUE (with --framework; "
                    "`scan ROOT --list` shows each recipe's)")
       ->type_name("NAME=VALUE");
+  bool scan_launches = false;
+  scan->add_flag("--launches", scan_launches,
+                 "run the launch configurations the tree ships (Megatron's "
+                 "functional-test model_config.yaml files, docs/launch.md) instead of "
+                 "the recipes: one row per configuration");
+  std::vector<std::string> launch_matches;
+  scan->add_option("--match", launch_matches,
+                   "with --launches: only the configurations whose path contains one "
+                   "of these (comma-separated)")
+      ->delimiter(',');
   bool list_only = false;
   scan->add_flag("--list", list_only,
                  "print the (recipe, layout and options) rows the scan runs, and stop");
@@ -270,6 +309,7 @@ int main(int argc, char **argv) {
     targets = {scan_root};
   }
   std::vector<analyzer::Target> runs;
+  std::vector<analyzer::TargetResult> failed_plans; // scan --launches rows not runnable
   if (!launch_file.empty()) {
     auto launch = launch_request(targets, request.framework, launch_file, recipe,
                                  check->count("--world") ? world : 0);
@@ -293,7 +333,9 @@ int main(int argc, char **argv) {
     }
     request.root = targets[0];
     try {
-      if (*scan)
+      if (*scan && scan_launches)
+        runs = launch_rows(request.root, request.framework, launch_matches, failed_plans);
+      else if (*scan)
         runs = frontend::scan_targets(request.root, request.framework);
       else
         runs.push_back(frontend::recipe_target(request));
@@ -312,7 +354,12 @@ int main(int argc, char **argv) {
 
   if (list_only) {
     for (const auto &run : runs)
-      std::cout << fmt::format("{} [{}]\n", run.function, run.layout);
+      std::cout << (run.launch.empty()
+                        ? fmt::format("{} [{}]\n", run.function, run.layout)
+                        : fmt::format("{}\n  {}\n", run.environment.at("SHARDPROOF_LAUNCH"),
+                                      run.launch));
+    for (const auto &failed : failed_plans)
+      std::cout << fmt::format("{}\n  {}\n", failed.target.path, failed.failure->message);
     return 0;
   }
 
@@ -334,7 +381,7 @@ int main(int argc, char **argv) {
   options.cuda_path = cuda_path;
   // A nightly scan must finish: one row's slow proofs may not hold up the rest.
   if (!target_seconds && *scan)
-    target_seconds = 300;
+    target_seconds = scan_launches ? 600 : 300;
   if (target_seconds)
     options.target_time_limit =
         std::chrono::milliseconds(static_cast<long>(*target_seconds * 1000));
@@ -347,7 +394,7 @@ int main(int argc, char **argv) {
   }
   // An internal error in one target is that target's error: the others (a
   // scan's rows) are still checked and reported.
-  std::vector<analyzer::TargetResult> results;
+  std::vector<analyzer::TargetResult> results = std::move(failed_plans);
   for (const auto &run : runs) {
     try {
       if (analyzer::is_cuda_target(run)) {

@@ -243,6 +243,8 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
       target["gradient_obligations"] = r.gradient_obligations();
     if (!r.target.launch.empty())
       target["launch"] = r.target.launch;
+    if (!r.target.launch_file.empty())
+      target["launch_file"] = r.target.launch_file;
     if (r.trace)
       target["trace"] = {{"nodes", r.trace->nodes},
                          {"collectives", r.trace->collectives},

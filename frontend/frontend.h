@@ -44,10 +44,15 @@ struct Target {
   // sizes it was reduced to and the fallbacks taken, shown with the verdict.
   std::string launch;
 
+  // The launch file as the user named it (`--launch FILE`), which a launch
+  // target is shown by in place of the framework's launch module.
+  std::string launch_file;
+
   std::string str() const { return str_with_path(path); }
   // As str(), with the path shown as `shown` (relative to the working folder).
   std::string str_with_path(const std::string &shown) const {
-    return shown + "::" + function + (layout.empty() ? "" : " [" + layout + "]");
+    std::string what = launch_file.empty() ? shown + "::" + function : launch_file;
+    return what + (layout.empty() ? "" : " [" + layout + "]");
   }
 };
 

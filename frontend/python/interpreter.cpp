@@ -201,7 +201,8 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   RecordingContext context{&store,        &out,
                            leaf_kind,     &run.known_collectives,
                            run.witness,   &run.known_placeholders,
-                           run.reference, run.extensions};
+                           run.reference, run.extensions,
+                           run.may_guess};
   set_recording_context(&context);
   PyObject *environment = string_dict(run.environment);
   PyObject *python_path = string_list(run.python_path);
@@ -327,6 +328,32 @@ LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, 
   if (!error.empty())
     throw std::invalid_argument(error);
   return plan;
+}
+
+std::vector<std::string> launch_configurations(const std::string &path,
+                                               const std::string &root,
+                                               const std::map<std::string, std::string> &environment) {
+  PyObject *function = driver("launch_configurations");
+  PyObject *variables = string_dict(environment);
+  PyObject *result = PyObject_CallFunction(function, "ssO", path.c_str(), root.c_str(),
+                                           variables);
+  Py_DECREF(variables);
+  Py_DECREF(function);
+  if (!result)
+    throw std::runtime_error("shardproof's Python runtime failed: " +
+                             python_error_text());
+  std::vector<std::string> files;
+  std::string error;
+  if (PyUnicode_Check(result))
+    error = PyUnicode_AsUTF8(result);
+  else
+    for (Py_ssize_t i = 0; i < PyList_Size(result); ++i)
+      if (PyObject *item = PyList_GetItem(result, i); PyUnicode_Check(item))
+        files.emplace_back(PyUnicode_AsUTF8(item));
+  Py_DECREF(result);
+  if (!error.empty())
+    throw std::invalid_argument(error);
+  return files;
 }
 
 } // namespace shardproof::frontend

@@ -41,6 +41,10 @@ struct RankRun {
   const ir::Trace *reference = nullptr;
   // The extensions the analysed code builds (TraceOptions::extensions).
   const ExtensionResolver *extensions = nullptr;
+  // Whether a collective's result may be guessed from this pass's concrete
+  // values (ir::Trace::guessed); off after a pass whose guess linking did
+  // not confirm.
+  bool may_guess = true;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on
@@ -90,5 +94,12 @@ struct LaunchPlan {
 LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, int world,
                        const std::string &model_entry,
                        const std::map<std::string, std::string> &environment);
+
+// The launch configurations the tree at `root` ships (configurations(root)
+// of the launch module at `path`), as paths. Throws std::invalid_argument
+// with the module's message when it cannot list them.
+std::vector<std::string> launch_configurations(const std::string &path,
+                                               const std::string &root,
+                                               const std::map<std::string, std::string> &environment);
 
 } // namespace shardproof::frontend

@@ -34,6 +34,7 @@ std::map<std::string, std::string> run_environment(const Target &target, int wor
 struct KnownResults {
   ir::KnownCollectives constants;
   terms::KnownPlaceholderValues at_witness;
+  bool may_guess = true; // see RankRun::may_guess
 };
 
 // Traces one run, keeping the first failure of the whole target.
@@ -58,7 +59,8 @@ public:
                 options_.witness,
                 known.at_witness,
                 kind == terms::VarKind::Reference ? nullptr : &reference_,
-                options_.extensions ? &options_.extensions : nullptr};
+                options_.extensions ? &options_.extensions : nullptr,
+                known.may_guess};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -239,8 +241,10 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
     std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
     for (int r = 0; r < world; ++r)
       trace_rank(world, r, terms::VarKind::RankLocal, ranks[r], known[r]);
-    if (!failure && pass == 1)
-      return ranks; // nothing ran with known results: nothing to check
+    const bool guessed = std::any_of(ranks.begin(), ranks.end(),
+                                     [](const ir::Trace &t) { return t.guessed; });
+    if (!failure && pass == 1 && !guessed)
+      return ranks; // nothing ran with known or guessed results: nothing to check
     Learned learned;
     for (int r = 0; r < world; ++r) // what this pass ran with
       for (const auto &[key, values] : known[r].constants)
@@ -249,13 +253,26 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
             !std::all_of(values.begin(), values.end(),
                          [&](terms::TermId t) { return store.is_concrete(t); });
     learn_known_results(store, reference, ranks, witness, known, learned);
-    if (failure && failure->kind != TraceFailure::Kind::Unsupported)
-      return ranks;
     const auto &changed = learned.changed_constant;
-    if (!failure && !changed)
-      return ranks; // every rank finished with the constants its results link to
-    if (failure && !learned.fresh && !changed && !learned.changed_at_witness)
-      return ranks; // a pass that learned nothing: its failure stands
+    const bool settled = // nothing left to learn: this pass's outcome stands
+        (failure && failure->kind != TraceFailure::Kind::Unsupported) ||
+        (!failure && !changed) ||
+        (failure && !learned.fresh && !changed && !learned.changed_at_witness);
+    if (settled && guessed) {
+      // A guess linking did not confirm as a constant (or that a failure may
+      // rest on): no outcome stands on it. Trace again without guessing.
+      for (auto &k : known)
+        k.may_guess = false;
+      if (pass < max_passes)
+        continue;
+      failure = TraceFailure{TraceFailure::Kind::Unsupported, {},
+                             "a collective's result was guessed from this pass's "
+                             "concrete values and linking did not confirm it"};
+      return ranks;
+    }
+    if (settled)
+      return ranks; // every rank finished with the results its calls link to,
+                    // or a failure that learning more cannot change
     if (pass == max_passes) {
       if (changed)
         failure = TraceFailure{
@@ -385,18 +402,27 @@ Target recipe_target(const RecipeRequest &request) {
   return recipe_row(request.root, request.framework, request.entry, layout);
 }
 
+namespace {
+std::string launch_module(const std::string &framework) {
+  return fmt::format("{}/{}/launch.py", SHARDPROOF_RECIPES_DIR, framework);
+}
+} // namespace
+
+std::vector<std::string> launch_files(const std::string &root, const std::string &framework) {
+  return launch_configurations(launch_module(framework), root,
+                               tree_environment(root, framework));
+}
+
 Target launch_target(const LaunchRequest &request) {
-  const std::string module =
-      fmt::format("{}/{}/launch.py", SHARDPROOF_RECIPES_DIR, request.framework);
+  const std::string module = launch_module(request.framework);
   auto absolute = [](const std::string &path) {
     return path.empty() ? path : fs::absolute(path).lexically_normal().string();
   };
   std::string model = request.model_entry;
-  if (!model.empty()) { // its file absolute: the ranks run in other folders' imports
-    auto sep = model.find("::");
-    model = absolute(model.substr(0, sep)) +
-            (sep == std::string::npos ? "" : model.substr(sep));
-  }
+  // A builder FILE.py::FUNC with its file absolute (the ranks import from
+  // other folders); an entry script is the tree's own, as named.
+  if (auto sep = model.find("::"); sep != std::string::npos)
+    model = absolute(model.substr(0, sep)) + model.substr(sep);
   auto environment = tree_environment(request.root, request.framework);
   environment["SHARDPROOF_LAUNCH"] = absolute(request.launch_file);
   LaunchPlan plan = launch_plan(module, environment["SHARDPROOF_LAUNCH"], request.world,
@@ -409,7 +435,8 @@ Target launch_target(const LaunchRequest &request) {
                 .layout = plan.layout,
                 .world = plan.world,
                 .environment = std::move(environment),
-                .launch = plan.summary};
+                .launch = plan.summary,
+                .launch_file = request.launch_file};
 }
 
 std::vector<Target> scan_targets(const std::string &root, const std::string &framework) {

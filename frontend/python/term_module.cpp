@@ -1079,6 +1079,15 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
   return PyLong_FromSize_t(trace().collectives.size() - 1);
 }
 
+// Whether this run may guess a collective's result, and if so that it does
+// (ir::Trace::guessed): False after a pass whose guess was not confirmed.
+PyObject *py_record_guess(PyObject *, PyObject *) {
+  if (!g_context->may_guess)
+    Py_RETURN_FALSE;
+  trace().guessed = true;
+  Py_RETURN_TRUE;
+}
+
 // The first wait() on the Work of an isend or irecv (the call's index).
 PyObject *py_record_wait(PyObject *, PyObject *args) {
   Py_ssize_t index;
@@ -1425,6 +1434,8 @@ PyMethodDef module_methods[] = {
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
     {"record_collective", with_keywords(in_trace<py_record_collective>),
      METH_VARARGS | METH_KEYWORDS, "record a collective call; returns its index"},
+    {"record_guess", in_trace<py_record_guess>, METH_NOARGS,
+     "guess a collective's result (False: guessing is off for this run)"},
     {"record_wait", in_trace<py_record_wait>, METH_VARARGS,
      "record the wait() on an isend's or irecv's Work (the call's index)"},
     {"known_collective", in_trace<py_known_collective>, METH_VARARGS,

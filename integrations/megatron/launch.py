@@ -85,6 +85,7 @@ class Layout:
     etp: int
     vpp: int
     sp: bool
+    launched_vpp: int = 1
 
     @property
     def model_parallel(self):
@@ -110,7 +111,10 @@ def layout_of(args):
     per_virtual = args.int("--num-layers-per-virtual-pipeline-stage", 0)
     if not vpp and per_virtual and pp > 1:
         vpp = max(1, layers // (pp * per_virtual))
-    return Layout(tp, pp, cp, ep, etp, max(vpp, 1), args.has("--sequence-parallel") and tp > 1)
+    # Virtual stages beyond 2 are folded to 2: the interleaved schedule is
+    # the same code for every count, and 2 already interleaves.
+    return Layout(tp, pp, cp, ep, etp, min(max(vpp, 1), 2),
+                  args.has("--sequence-parallel") and tp > 1, max(vpp, 1))
 
 
 def launched_world(launch, args, layout, world):
@@ -170,6 +174,9 @@ DROPPED = (
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
     "--distributed-backend", "--use-flash-attn",
 )
+DROPOUTS = ("--attention-dropout", "--hidden-dropout")
+MLA_WIDTHS = ("--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
+              "--v-head-dim")
 # Kernel fusions only CUDA builds have: turned off (the unfused code is the
 # framework's own reference for them).
 UNFUSED = ("--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
@@ -221,6 +228,11 @@ def reduce(launch, layout, dp):
             fallbacks.append(f"{flag} {args.value(flag)} -> {value} ({what})")
     if args.has("--use-flash-attn"):
         fallbacks.append("--use-flash-attn -> the unfused attention")
+    dropouts = [flag for flag in DROPOUTS if float(args.value(flag, 0.1)) != 0.0]
+    if dropouts:  # Megatron's defaults are 0.1
+        fallbacks.append(" and ".join(f.lstrip("-") for f in dropouts) + " -> 0 (dropout "
+                         "under tensor parallelism is equal to the reference only in "
+                         "distribution, docs/entry-contract.md)")
     heads_per_rank = 2
     tp_cp = layout.tp * (layout.cp if args.value("--cp-comm-type") == "a2a" else 1)
     grouped = args.has("--group-query-attention")
@@ -254,6 +266,8 @@ def reduce(launch, layout, dp):
                       ("--global-batch-size", global_batch)):
         if run is not None:
             note(flag, run)
+    if layout.launched_vpp != layout.vpp:
+        notes.append(f"virtual pipeline stages {layout.launched_vpp}->{layout.vpp}")
     top_k = args.int("--moe-router-topk", 2)
     args.drop(*DROPPED, *FALLBACKS)
     args.drop(*UNFUSED)
@@ -266,7 +280,8 @@ def reduce(launch, layout, dp):
              ("--make-vocab-size-divisible-by", 1), ("--train-iters", 1),
              ("--eval-iters", 0), ("--eval-interval", 1000), ("--lr-warmup-iters", 0),
              ("--lr-decay-style", "constant"), ("--tokenizer-type", "NullTokenizer"),
-             ("--distributed-backend", "gloo"), ("--transformer-impl", "local")]
+             ("--distributed-backend", "gloo"), ("--transformer-impl", "local"),
+             ("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if groups:
         sizes.append(("--num-query-groups", groups))
     if experts:
@@ -274,6 +289,14 @@ def reduce(launch, layout, dp):
                   ("--moe-router-topk", min(top_k, experts))]
     if layout.vpp > 1:
         sizes.append(("--num-virtual-stages-per-pipeline-rank", layout.vpp))
+    if args.has("--moe-shared-expert-intermediate-size"):
+        sizes.append(("--moe-shared-expert-intermediate-size", 2 * layout.tp))
+    # Multi-latent attention's own widths: its low-rank projections and head
+    # parts, 2 each (rotary parts rotate pairs); none is sharded.
+    for flag in MLA_WIDTHS:
+        if args.has(flag):
+            note(flag, 2)
+            sizes.append((flag, 2))
     for flag, value in sizes:
         args.set(flag, value)
     for flag in ("--mock-data", *UNFUSED):
@@ -293,6 +316,41 @@ def parallel_arguments(layout):
     return words
 
 
+# The functional-test models whose cases train through pretrain_gpt.py.
+SCANNED_MODELS = ("gpt", "moe")
+
+
+def configurations(root):
+    """The tree's own launch configurations: its functional-test cases of
+    the GPT and MoE models (tests/functional_tests/test_cases/MODEL/CASE/
+    model_config.yaml), in name order."""
+    cases = os.path.join(root, "tests", "functional_tests", "test_cases")
+    if not os.path.isdir(cases):
+        raise RecipeError(f"{root} has no tests/functional_tests/test_cases")
+    found = []
+    for model in SCANNED_MODELS:
+        folder = os.path.join(cases, model)
+        for case in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            config = os.path.join(folder, case, "model_config.yaml")
+            if os.path.isfile(config):
+                found.append(config)
+    return found
+
+
+def _training_script(launch, root, script):
+    """The entry script, which must be in the tree and train (call
+    pretrain): an inference or conversion script has no step to check."""
+    path = os.path.join(root, script) if root else script
+    if root and not os.path.isfile(path):
+        raise LaunchError(launch.path, 0, f"the tree has no entry script {script}")
+    if root:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if "pretrain(" not in f.read():
+                raise LaunchError(launch.path, 0, f"{script} is not a training launch "
+                                  "(it calls no pretrain)")
+    return path
+
+
 def plan(path, world, model_entry):
     launch = launch_file.read(path)
     if model_entry and not model_entry.endswith(".py"):
@@ -303,6 +361,7 @@ def plan(path, world, model_entry):
     world = launched_world(launch, args, layout, world)
     reduced = reduce(launch, layout, world // layout.model_parallel)
     script = model_entry or launch.script or "pretrain_gpt.py"
+    _training_script(launch, os.environ.get("MEGATRON_ROOT", ""), script)
     summary = [f"{script} at {layout.text(world).replace(',', ' ')} (world {world})",
                "reduced: " + ", ".join(reduced.notes)]
     if reduced.fallbacks:
@@ -338,10 +397,8 @@ def entry():
     here = Layout(1, 1, 1, 1, 1, 1, False) if reference else launched
     if not reference:
         parallel()  # the world must be the layout's
-    script = os.path.join(root, os.environ.get("SHARDPROOF_LAUNCH_MODEL")
-                          or launch.script or "pretrain_gpt.py")
-    if not os.path.isfile(script):
-        raise LaunchError(launch.path, 0, f"the tree has no entry script {script}")
+    script = _training_script(launch, root, os.environ.get("SHARDPROOF_LAUNCH_MODEL")
+                              or launch.script or "pretrain_gpt.py")
     argv = reduced.words + parallel_arguments(here)
     if here.vpp == 1:
         argv = _without(argv, "--num-virtual-stages-per-pipeline-rank")

@@ -209,6 +209,11 @@ struct Trace {
   // pass gave it (a decision's witness value, whether it is finite): the
   // next pass gives their calls' linked results as terms where it can.
   std::set<TermId> needs_linked;
+  // A collective's result this run took as guessed, not as an earlier pass
+  // linked it (a broadcast from a source traced before it in this pass, an
+  // all-reduce of concrete flags): the tracing passes confirm every guess
+  // (frontend/python/python_frontend.cpp) or trust nothing.
+  bool guessed = false;
   // Whether the run was given a collective's linked result as terms over the
   // reference's variables (not constants only): its terms then hold the
   // other ranks' values as the leaves were bound when they were linked.

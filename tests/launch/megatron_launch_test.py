@@ -149,6 +149,24 @@ class LaunchTest(unittest.TestCase):
         self.assertIn("num-experts 8->4", planned["summary"])
         self.assertIn("not modelled: --fp8-format", planned["summary"])
 
+    def test_virtual_stages_fold_to_two_and_mla_widths_reduce(self):
+        path = self.write("vpp.args", "--pipeline-model-parallel-size 4\n"
+                          "--num-layers 32 --num-layers-per-virtual-pipeline-stage 1\n"
+                          "--multi-latent-attention --kv-lora-rank 512 --v-head-dim 128\n"
+                          "--micro-batch-size 1 --global-batch-size 64\n")
+        planned = launch.plan(path, 0, "")
+        self.assertIn("vpp=2", planned["layout"])
+        self.assertIn("virtual pipeline stages 8->2", planned["summary"])
+        self.assertIn("num-layers 32->16", planned["summary"])  # 2 per virtual stage
+        read = launch_file.read(path)
+        args = launch.Arguments(launch.reduce(read, launch.layout_of(
+            launch.Arguments(read.args)), 2).words)
+        self.assertEqual(args.value("--kv-lora-rank"), "2")
+        self.assertEqual(args.value("--v-head-dim"), "2")
+        self.assertEqual(args.value("--num-virtual-stages-per-pipeline-rank"), "2")
+        # micro-batches a multiple of the stages under interleaving
+        self.assertEqual(int(args.value("--global-batch-size")) % (4 * 2), 0)
+
     def test_errors_name_file_and_line(self):
         bad = self.write("model_config.yaml", "MODEL_ARGS:\n  --num-layers: [1\n")
         with self.assertRaises(LaunchError) as raised:

@@ -117,6 +117,11 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
     `blocking`: a point-to-point call ("send_recv") that returns only once
     its message is matched (send, recv), not one that posts and returns.
     Returns the call's index among the rank's calls."""
+def record_guess() -> bool:
+    """Whether this run may take a collective's result as guessed (a
+    broadcast's source traced before it in this pass, an all-reduce of
+    concrete values as if every rank sent this one's), recording that it
+    does: the tracing passes confirm it or trace again without guessing."""
 def record_wait(index: int) -> None:
     """The first wait() on the Work of the isend or irecv recorded at `index`."""
 def known_collective(group: Sequence[int], sequence: int, message: bool = False

@@ -509,6 +509,20 @@ def launch_plan(path, launch_file, world, model_entry, environment=None):
             variables)
 
 
+def launch_configurations(path, root, environment=None):
+    """The launch configurations a framework tree ships, by its launch
+    module's configurations(root): a list of paths, or an error message."""
+    try:
+        with _environment(environment or {}), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [str(p) for p in _load(path).configurations(os.path.abspath(root))]
+    except shardproof_recipes.RecipeError as e:
+        return f"{root}: {e}"
+    except BaseException as e:
+        file, line = _user_frame(e.__traceback__, path)
+        return f"{file}:{line}: listing the launches raised {type(e).__name__}: {e}"
+
+
 def _swallowed_gap():
     """A run that finished although a gap of ours was raised in it (the
     analysed code caught it) is "could not prove", at the first gap."""
@@ -558,6 +572,9 @@ def _run_rank(path, func, world, rank):
         return ("absent", file, line, str(e))
     except (_tracing.Unsupported, _tracing.SymbolicControlFlow, NotImplementedError,
             _tracing.NotModelledAttribute) as e:
+        if os.environ.get("SHARDPROOF_TRACEBACK"):  # where each pass's run stopped
+            print(f"-- rank {rank} of {world} stopped:", file=sys.__stderr__)
+            traceback.print_exception(e, file=sys.__stderr__)
         file, line = getattr(e, "loc", None) or _user_frame(e.__traceback__, path)
         return ("unsupported", file, line, f"{type(e).__name__}: {e}")
     except RecursionError as e:

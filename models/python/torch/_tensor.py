@@ -49,6 +49,17 @@ class device:
 _Device = device  # `device` is also a parameter name of Tensor.to
 
 
+def _expanded(a, shape):
+    """numpy's broadcast view of `a`, writable (as PyTorch's expand is) where
+    no element repeats: only size-1 dimensions added or kept. One that
+    repeats elements stays read-only: PyTorch refuses writes into it too."""
+    view = np.broadcast_to(a, shape)
+    if a.flags.writeable and all(n == 1 or stride != 0
+                                 for n, stride in zip(view.shape, view.strides)):
+        return np.lib.stride_tricks.as_strided(a, view.shape, view.strides, writeable=True)
+    return view
+
+
 def _as_array(x, dtype):
     return np.asarray(x, dtype=dtype.numpy)
 
@@ -1644,7 +1655,7 @@ class Tensor(metaclass=_TensorType):
         for i, s in enumerate(shape):
             if s == -1:
                 shape[i] = self._a.shape[i - lead]
-        return self._view("expand", lambda a: np.broadcast_to(a, shape))
+        return self._view("expand", lambda a: _expanded(a, shape))
 
     def expand_as(self, other):
         return self.expand(other.shape)

@@ -445,6 +445,8 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
             values = np.array(inputs)
         elif values is None:
             values = sent
+    elif values is None and kind == "all_reduce":
+        values = _all_reduce_guess(op, len(ranks), inputs)
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
@@ -468,24 +470,47 @@ _last_call = -1
 # order, so a receiver traced after its source (Megatron's batch, broadcast
 # from tensor-parallel rank 0) takes those values at once instead of
 # stopping on a placeholder and waiting a pass for each broadcast. It is a
-# guess: the pass after links every call, learns the constants and gives
-# them as known (_known_result); the session stops only on a pass that
-# learnt nothing new, so no verdict rests on a guess.
+# guess (_sp.record_guess): the pass after links every call, learns the
+# constants and gives them as known (_known_result); a pass that ran with a
+# guess is never the last (python_frontend.cpp trace_ranks), so no verdict
+# rests on one.
 _sent_this_pass = {}
+
+
+def _concrete(values):
+    return values.dtype != object or all(getattr(v, "is_const", False) for v in values)
 
 
 def _broadcast_this_pass(ranks, seq, root, inputs):
     key = (world.size, ranks, seq)
     if world.rank == root:
-        if inputs.dtype != object or all(getattr(v, "is_const", False) for v in inputs):
+        if _concrete(inputs):
             _sent_this_pass[key] = np.array(inputs)
         return None
     sent = _sent_this_pass.get(key)
-    if sent is None or sent.shape != inputs.shape:
+    if sent is None or sent.shape != inputs.shape or not _sp.record_guess():
         return None
-    if inputs.dtype != object and sent.dtype == object:
-        return np.asarray([float(v) for v in sent]).astype(inputs.dtype)
-    return np.array(sent, dtype=inputs.dtype)
+    return _as_inputs(sent, inputs)
+
+
+def _all_reduce_guess(op, size, inputs):
+    """An all-reduce of concrete values (flags, counts: Megatron's rerun
+    state machine all-reduces whether any rank wants to stop) guessed as if
+    every rank sent this one's; the next pass confirms or corrects it."""
+    if inputs.size == 0 or not _concrete(inputs) or op not in ("sum", "max", "min") \
+            or not _sp.record_guess():
+        return None
+    numbers = np.asarray([float(v) for v in inputs])
+    return _as_inputs(numbers * size if op == "sum" else numbers, inputs)
+
+
+def _as_inputs(values, inputs):
+    """`values` in the dtype of the call's input (object: constant terms)."""
+    if inputs.dtype == object:
+        return np.asarray(list(values), dtype=object)
+    if values.dtype == object:
+        values = np.asarray([float(v) for v in values])
+    return values.astype(inputs.dtype)
 
 
 def _in_shape(parents, inputs):
