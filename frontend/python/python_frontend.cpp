@@ -8,7 +8,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -115,8 +117,15 @@ bool over_reference(const terms::TermStore &store,
     stack.pop_back();
     if (!seen.insert(t).second)
       continue;
-    if (store.is_unmodelled(t) || (store.is_var(t) && !inputs.contains(t)))
+    if (store.is_unmodelled(t) || (store.is_var(t) && !inputs.contains(t))) {
+      if (std::getenv("SHARDPROOF_TRACEBACK")) // for shardproof's developers
+        std::cerr << "-- a linked result reads "
+                  << (store.is_var(t) ? store.variable(t).name + " (" +
+                                            store.variable(t).origin + ")"
+                                      : std::string("an unmodelled value"))
+                  << ", not a reference input\n";
       return false;
+    }
     const auto &args = store.node(t).args;
     stack.insert(stack.end(), args.begin(), args.end());
   }

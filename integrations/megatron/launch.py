@@ -144,6 +144,15 @@ def launched_world(launch, args, layout, world):
 FALLBACKS = {
     "--transformer-impl": ("local", "Transformer Engine layers: Megatron's local layers"),
     "--attention-backend": ("unfused", "fused/flash attention: the unfused attention"),
+    # A captured graph replays the kernels eager execution runs.
+    "--cuda-graph-impl": ("none", "CUDA graphs: eager execution"),
+}
+# Flags dropped with a named fallback: what the step runs instead.
+DROPPED_FLAGS = {
+    "--enable-cuda-graph": "CUDA graphs: eager execution",
+    "--external-cuda-graph": "CUDA graphs: eager execution",
+    # The check is a fresh step: no checkpoint to read arguments from.
+    "--use-checkpoint-args": "arguments from a checkpoint: the launch's own",
 }
 # Arguments of input/output only: files, logging, checkpoints, evaluation.
 DROPPED = (
@@ -191,13 +200,9 @@ UNSUPPORTED = {
     "--decoder-first-pipeline-num-layers": "an uneven pipeline split (not reduced yet)",
     "--decoder-last-pipeline-num-layers": "an uneven pipeline split (not reduced yet)",
     "--tp-comm-overlap": "userbuffers tensor-parallel overlap (Transformer Engine only)",
-    "--cuda-graph-impl": "CUDA graphs",
-    "--enable-cuda-graph": "CUDA graphs",
-    "--external-cuda-graph": "CUDA graphs",
     "--cpu-offloading": "activation offloading to the CPU",
     "--fine-grained-activation-offloading": "activation offloading",
     "--yaml-cfg": "a YAML argument file inside the launch",
-    "--use-checkpoint-args": "arguments read from a checkpoint",
     "--use-torch-fsdp2": "torch FSDP2",
     "--use-megatron-fsdp": "Megatron-FSDP",
     "--hybrid-context-parallel": "hybrid context parallelism",
@@ -226,6 +231,9 @@ def reduce(launch, layout, dp):
     for flag, (value, what) in FALLBACKS.items():
         if args.has(flag) and args.value(flag) not in (value, "local"):
             fallbacks.append(f"{flag} {args.value(flag)} -> {value} ({what})")
+    for flag, what in DROPPED_FLAGS.items():
+        if args.has(flag):
+            fallbacks.append(f"{flag} -> {what}")
     if args.has("--use-flash-attn"):
         fallbacks.append("--use-flash-attn -> the unfused attention")
     dropouts = [flag for flag in DROPOUTS if float(args.value(flag, 0.1)) != 0.0]
@@ -269,7 +277,7 @@ def reduce(launch, layout, dp):
     if layout.launched_vpp != layout.vpp:
         notes.append(f"virtual pipeline stages {layout.launched_vpp}->{layout.vpp}")
     top_k = args.int("--moe-router-topk", 2)
-    args.drop(*DROPPED, *FALLBACKS)
+    args.drop(*DROPPED, *FALLBACKS, *DROPPED_FLAGS)
     args.drop(*UNFUSED)
     args.drop(*PARALLEL_FLAGS.values(), "--expert-tensor-parallel-size", "--sequence-parallel")
     sizes = [("--num-layers", layers), ("--hidden-size", heads * head_dim),
