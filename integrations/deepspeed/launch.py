@@ -283,10 +283,6 @@ def _refuse_unmodelled(config):
             raise config.unmodelled(("optimizer", "type"),
                                     f"optimizer {kind!r}: the launch models "
                                     f"{', '.join(sorted(OPTIMIZERS))}")
-        params = optimizer.get("params", {})
-        if params.get("torch_adam") is False or params.get("adam_w_mode") is not None and \
-                kind.lower() == "sgd":
-            raise config.unmodelled(("optimizer", "params"), "these optimizer params are not modelled")
 
 
 # ---- The launch: sizes, batches, and the config of each run ----
@@ -297,8 +293,8 @@ class Launch:
     and its split, and the notes for the report (what was reduced or
     substituted)."""
 
-    def __init__(self, config, builder, pp, ep, dp):
-        self.config, self.builder = config, builder
+    def __init__(self, config, pp, ep, dp):
+        self.config = config
         self.pp, self.ep, self.dp = pp, ep, dp
         self.notes = []
         self.stage = config.get("zero_optimization", "stage", default=0)
@@ -369,7 +365,6 @@ class Launch:
         gets what was reduced or substituted."""
         notes = self.notes if notes is None else notes
         run = json.loads(json.dumps(self.config.data))
-        run.pop("pipeline", None) if not isinstance(run.get("pipeline"), dict) else None
         data_parallel = run_world // (self.pp if run_world > 1 else 1)
         run["train_batch_size"] = self.samples
         run["train_micro_batch_size_per_gpu"] = self.micro
@@ -526,7 +521,7 @@ def plan(launch_file, world, model_entry):
     else:
         dp = 2
         world = pp * ep * dp
-    launch = Launch(config, None, pp, ep, dp)
+    launch = Launch(config, pp, ep, dp)
     return {"layout": f"tp=1,cp=1,ep={ep},dp={dp},pp={pp},sp=0", "world": world,
             "summary": launch.summary(f"{os.path.basename(path)}::{function}")}
 
@@ -599,9 +594,10 @@ class Built:
                           f"tensor or (inputs, labels) of {samples} samples along dim 0")
 
 
-def _default_loss(output, labels=None):
-    """The loss where the builder gives none: the output if the model
-    returns its loss (a scalar), else the mean of its squares."""
+def _default_loss(output):
+    """The loss where the builder gives none (and its batch no labels): the
+    output if the model returns its loss (a scalar), else the mean of its
+    squares."""
     if isinstance(output, (tuple, list)):
         output = output[0]
     if output.dim() == 0:
@@ -686,8 +682,10 @@ class EngineStep(torch.nn.Module):
         losses = []
         for k, (x, y) in enumerate(micro):
             out = self.engine(*x)
-            loss = self.built.loss(out, y) if self.built.loss and y is not None else \
-                self.built.loss(out) if self.built.loss else _default_loss(out, y)
+            if self.built.loss is None:
+                loss = _default_loss(out)
+            else:
+                loss = self.built.loss(out) if y is None else self.built.loss(out, y)
             if k + 1 < len(micro):
                 self.engine.backward(loss)
                 self.engine.step()
@@ -744,7 +742,7 @@ def entry():
     if (asked.pp, asked.ep) != (pp, ep) or asked.tp != 1 or asked.cp != 1:
         raise config.error((), f"the layout {os.environ.get('SHARDPROOF_PARALLEL')} is not "
                            f"this launch's (pp={pp}, ep={ep}): plan() gives it")
-    launch = Launch(config, None, pp, ep, asked.dp)
+    launch = Launch(config, pp, ep, asked.dp)
     _refuse_unmodelled(config)
     recipes = _recipes()
     deepspeed, dist, _ = recipes._engine_with("deepspeed.runtime.engine")
@@ -757,6 +755,9 @@ def entry():
     pipeline = _pipeline_module(built, layout, path, line)
     dtype = _engine_dtype(config)
     inputs, labels = built.global_batch(launch.samples, pipeline)
+    if labels is not None and built.loss is None and not pipeline:
+        raise LaunchError(path, line, "the builder's batch gives labels but it gives no "
+                          "'loss' to take them")
     run = launch.run_config(world, [])
     optimizer = built.optimizer
     # The values each parameter was made with (the stand-in's; real PyTorch,
