@@ -100,6 +100,14 @@ INSTANTIATE_TEST_SUITE_P(
                0,
                {"proved: gradient: 'engine.module.fc1.weight'",
                 "proved: step: 'engine.module.fc1.weight'"}},
+        // fp16 with dynamic loss scaling, ZeRO 2 and a WarmupLR scheduler.
+        Launch{"Fp16LossScalingWarmup",
+               "fp16_warmup.json",
+               "mlp.py::build",
+               2,
+               0,
+               {"ZeRO 2, fp16", "proved: grad_norm: the norm is replicated",
+                "proved: step: 'engine.module.fc1.weight'"}},
         // Two pipeline stages (PipelineModule of 4 layers), no clipping.
         Launch{"Pipeline",
                "pipeline.json",
