@@ -25,6 +25,7 @@ The long run, which writes docs/soundness.md:
 import argparse
 import collections
 import datetime
+import gzip
 import json
 import multiprocessing as mp
 import os
@@ -336,7 +337,8 @@ def main(argv):
         first, last = map(int, args.seeds.split(":"))
         by_seed = {}  # several logs (a run resumed), the last record of a seed
         for log_path in args.from_log.split(","):
-            with open(log_path) as f:
+            opener = gzip.open if log_path.endswith(".gz") else open
+            with opener(log_path, "rt") as f:
                 by_seed.update((r["seed"], r) for r in map(json.loads, f))
         records = sorted((r for s, r in by_seed.items() if first <= s < last),
                          key=lambda r: r["seed"])
