@@ -39,10 +39,9 @@ rule_codes(const std::vector<std::string> &texts) {
 
 // `check ROOT --launch FILE`: the tree and its framework (found from its
 // folders unless --framework says); nullopt after saying what is wrong.
-std::optional<frontend::LaunchRequest> launch_request(const std::vector<std::string> &targets,
-                                                      std::string framework,
-                                                      const std::string &launch_file,
-                                                      const std::string &entry, int world) {
+std::optional<frontend::LaunchRequest>
+launch_request(const std::vector<std::string> &targets, std::string framework,
+               const std::string &launch_file, const std::string &entry, int world) {
   if (targets.size() != 1) {
     std::cerr << "shardproof: --launch takes one ROOT, the framework tree\n";
     return std::nullopt;
@@ -356,7 +355,8 @@ int main(int argc, char **argv) {
     for (const auto &run : runs)
       std::cout << (run.launch.empty()
                         ? fmt::format("{} [{}]\n", run.function, run.layout)
-                        : fmt::format("{}\n  {}\n", run.environment.at("SHARDPROOF_LAUNCH"),
+                        : fmt::format("{}\n  {}\n",
+                                      run.environment.at("SHARDPROOF_LAUNCH"),
                                       run.launch));
     for (const auto &failed : failed_plans)
       std::cout << fmt::format("{}\n  {}\n", failed.target.path, failed.failure->message);

@@ -297,9 +297,9 @@ LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, 
                        const std::map<std::string, std::string> &environment) {
   PyObject *function = driver("launch_plan");
   PyObject *variables = string_dict(environment);
-  PyObject *result = PyObject_CallFunction(function, "ssisO", path.c_str(),
-                                           launch_file.c_str(), world,
-                                           model_entry.c_str(), variables);
+  PyObject *result =
+      PyObject_CallFunction(function, "ssisO", path.c_str(), launch_file.c_str(), world,
+                            model_entry.c_str(), variables);
   Py_DECREF(variables);
   Py_DECREF(function);
   if (!result)
@@ -330,13 +330,13 @@ LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, 
   return plan;
 }
 
-std::vector<std::string> launch_configurations(const std::string &path,
-                                               const std::string &root,
-                                               const std::map<std::string, std::string> &environment) {
+std::vector<std::string>
+launch_configurations(const std::string &path, const std::string &root,
+                      const std::map<std::string, std::string> &environment) {
   PyObject *function = driver("launch_configurations");
   PyObject *variables = string_dict(environment);
-  PyObject *result = PyObject_CallFunction(function, "ssO", path.c_str(), root.c_str(),
-                                           variables);
+  PyObject *result =
+      PyObject_CallFunction(function, "ssO", path.c_str(), root.c_str(), variables);
   Py_DECREF(variables);
   Py_DECREF(function);
   if (!result)

@@ -98,8 +98,8 @@ LaunchPlan launch_plan(const std::string &path, const std::string &launch_file, 
 // The launch configurations the tree at `root` ships (configurations(root)
 // of the launch module at `path`), as paths. Throws std::invalid_argument
 // with the module's message when it cannot list them.
-std::vector<std::string> launch_configurations(const std::string &path,
-                                               const std::string &root,
-                                               const std::map<std::string, std::string> &environment);
+std::vector<std::string>
+launch_configurations(const std::string &path, const std::string &root,
+                      const std::map<std::string, std::string> &environment);
 
 } // namespace shardproof::frontend

@@ -120,9 +120,9 @@ bool over_reference(const terms::TermStore &store,
     if (store.is_unmodelled(t) || (store.is_var(t) && !inputs.contains(t))) {
       if (std::getenv("SHARDPROOF_TRACEBACK")) // for shardproof's developers
         std::cerr << "-- a linked result reads "
-                  << (store.is_var(t) ? store.variable(t).name + " (" +
-                                            store.variable(t).origin + ")"
-                                      : std::string("an unmodelled value"))
+                  << (store.is_var(t)
+                          ? store.variable(t).name + " (" + store.variable(t).origin + ")"
+                          : std::string("an unmodelled value"))
                   << ", not a reference input\n";
       return false;
     }
@@ -274,7 +274,8 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
         k.may_guess = false;
       if (pass < max_passes)
         continue;
-      failure = TraceFailure{TraceFailure::Kind::Unsupported, {},
+      failure = TraceFailure{TraceFailure::Kind::Unsupported,
+                             {},
                              "a collective's result was guessed from this pass's "
                              "concrete values and linking did not confirm it"};
       return ranks;
@@ -417,7 +418,8 @@ std::string launch_module(const std::string &framework) {
 }
 } // namespace
 
-std::vector<std::string> launch_files(const std::string &root, const std::string &framework) {
+std::vector<std::string> launch_files(const std::string &root,
+                                      const std::string &framework) {
   return launch_configurations(launch_module(framework), root,
                                tree_environment(root, framework));
 }

@@ -62,7 +62,8 @@ Target launch_target(const LaunchRequest &request);
 
 // The launch configurations the framework tree at `root` ships (Megatron's
 // functional-test model_config.yaml files), for `scan --launches`.
-std::vector<std::string> launch_files(const std::string &root, const std::string &framework);
+std::vector<std::string> launch_files(const std::string &root,
+                                      const std::string &framework);
 
 // Every row of the framework's SCAN table as a target. Throws
 // std::invalid_argument naming the file and line when it cannot be read.

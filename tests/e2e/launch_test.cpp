@@ -42,10 +42,12 @@ TEST(LaunchCli, AnUnreadableLaunchNamesItsFileAndLine) {
 
 TEST(LaunchCli, AWorldTheParallelSizesDoNotDivideIsAnError) {
   auto tree = fake_tree();
-  auto args = write(tree / "tp4.args", "--tensor-model-parallel-size 4\n--num-layers 2\n");
+  auto args =
+      write(tree / "tp4.args", "--tensor-model-parallel-size 4\n--num-layers 2\n");
   auto r = run_cli({"check", tree.string(), "--launch", args.string(), "--world", "6"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("tp4.args:1: world 6 is not a multiple"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tp4.args:1: world 6 is not a multiple"), std::string::npos)
+      << r.err;
 }
 
 TEST(LaunchCli, ParallelSizesComeFromTheLaunchNotTheCommandLine) {
@@ -81,5 +83,6 @@ TEST(LaunchCli, AScriptThatDoesNotTrainIsNotALaunch) {
   auto args = write(tree / "convert.args", "convert.py\n--num-layers 2\n");
   auto r = run_cli({"check", tree.string(), "--launch", args.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("convert.py is not a training launch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("convert.py is not a training launch"), std::string::npos)
+      << r.err;
 }
