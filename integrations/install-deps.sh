@@ -11,6 +11,7 @@ packages=(
   python3-packaging python3-typing-extensions  # imported by framework code
   python3-pydantic                       # DeepSpeed's config (1.x: trees to mid-2024)
   python3-torch                          # real PyTorch: ground truth in tests
+  python3-pip                            # pinned framework releases for tests (tests/frameworks)
   googletest libgtest-dev libgmock-dev
   clang-tidy-19 llvm-19-tools             # the clang-tidy plugin and its tests
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev

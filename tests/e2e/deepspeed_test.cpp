@@ -1,16 +1,44 @@
-// The DeepSpeed recipes against a real DeepSpeed tree, when the machine has
-// one: DEEPSPEED_ROOT=/path/to/DeepSpeed ctest -R DeepSpeed (and, for trees
-// that need pydantic 2, DEEPSPEED_PYTHON_PATH=<a folder that holds it>).
-// Skipped (and reported as skipped) otherwise: CI has no network to fetch it.
+// The DeepSpeed recipes against a real DeepSpeed tree: the pinned deepspeed
+// release ctest installs from the Python Package Index into
+// build/frameworks/deepspeed, with pydantic 2 in build/frameworks/deepspeed-deps
+// (tests/frameworks/pins.txt, the frameworks.install fixture), or the tree
+// DEEPSPEED_ROOT names: DEEPSPEED_ROOT=/path/to/DeepSpeed ctest -R DeepSpeed
+// (and, for trees that need pydantic 2, DEEPSPEED_PYTHON_PATH=<a folder that
+// holds it>, build/frameworks/deepspeed-deps for one). Without either the
+// tests fail saying so; they never skip. tests/CMakeLists.txt labels the slow
+// ones (instantiations named DeepSpeedSlow).
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 using shardproof::testing::run_cli;
 
 namespace {
+// Sets DEEPSPEED_ROOT and DEEPSPEED_PYTHON_PATH to the pinned release and its
+// pydantic 2 unless the environment names a tree (with the folders it needs
+// in DEEPSPEED_PYTHON_PATH), and checks that they are there.
+::testing::AssertionResult use_deepspeed() {
+  if (!std::getenv("DEEPSPEED_ROOT")) {
+    setenv("DEEPSPEED_ROOT", SHARDPROOF_FRAMEWORKS_DIR "/deepspeed", 1);
+    if (!std::getenv("DEEPSPEED_PYTHON_PATH"))
+      setenv("DEEPSPEED_PYTHON_PATH", SHARDPROOF_FRAMEWORKS_DIR "/deepspeed-deps", 1);
+  }
+  std::string root = std::getenv("DEEPSPEED_ROOT");
+  const char *path = std::getenv("DEEPSPEED_PYTHON_PATH");
+  if (!std::filesystem::is_directory(root + "/deepspeed") ||
+      (path && !std::filesystem::is_directory(path)))
+    return ::testing::AssertionFailure()
+           << root
+           << " holds no deepspeed/ (or DEEPSPEED_PYTHON_PATH=" << (path ? path : "")
+           << " is no folder): run the tests with ctest (its "
+           << "frameworks.install test installs the pinned deepspeed, "
+           << "tests/frameworks/install.sh) or set DEEPSPEED_ROOT to a DeepSpeed tree";
+  return ::testing::AssertionSuccess();
+}
+
 std::vector<std::string> deepspeed_check(const std::string &entry,
                                          std::vector<std::string> layout) {
   std::vector<std::string> args{"check",       std::getenv("DEEPSPEED_ROOT"),
@@ -25,8 +53,7 @@ std::vector<std::string> deepspeed_check(const std::string &entry,
 // moe_engine at tp 1 x dp 2 with `options` is proved, with each of `lines`.
 void expect_moe_engine_proved(std::vector<std::string> options,
                               const std::vector<std::string> &lines) {
-  if (!std::getenv("DEEPSPEED_ROOT"))
-    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  ASSERT_TRUE(use_deepspeed());
   std::vector<std::string> layout{"--tp", "1", "--dp", "2"};
   for (std::string &option : options)
     layout.insert(layout.end(), {"--option", std::move(option)});
@@ -73,8 +100,7 @@ namespace {
 void expect_pipeline_engine(std::vector<std::string> layout,
                             std::vector<std::string> options, int exit_code,
                             const std::vector<std::string> &lines) {
-  if (!std::getenv("DEEPSPEED_ROOT"))
-    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  ASSERT_TRUE(use_deepspeed());
   for (std::string &option : options)
     layout.insert(layout.end(), {"--option", std::move(option)});
   auto r = run_cli(deepspeed_check("pipeline_engine", layout));
@@ -122,7 +148,7 @@ TEST(DeepSpeedPipelineEngine, ClippingByTheFirstStagesNormIsRefuted) {
 TEST(DeepSpeedPipelineEngine, TiedLayersAreProvedAndTheirUnreducedTwinRefuted) {
   expect_pipeline_engine({"--tp", "1", "--pp", "2"}, {"clip=0", "tied=1"}, 0,
                          {"proved: gradient: 'engine.module.tied_modules.tied.weight'"});
-  if (!std::getenv("DEEPSPEED_ROOT"))
+  if (HasFatalFailure())
     return;
   auto r = run_cli(deepspeed_check("pipeline_engine_without_tied_reduction",
                                    {"--tp", "1", "--pp", "2", "--option", "clip=0"}));
