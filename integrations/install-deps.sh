@@ -9,6 +9,7 @@ packages=(
   libz3-dev libgmp-dev                   # prover
   python3-dev python3-numpy              # embedded CPython and its arrays
   python3-packaging python3-typing-extensions  # imported by framework code
+  python3-yaml                           # Megatron launch files (model_config.yaml)
   python3-pydantic                       # DeepSpeed's config (1.x: trees to mid-2024)
   python3-torch                          # real PyTorch: ground truth in tests
   python3-pip                            # pinned framework releases for tests (tests/frameworks)
