@@ -570,6 +570,15 @@ class _Step(torch.nn.Module):
         result = training.train_step(**{k: v for k, v in call.items() if k in run})
         losses = result[0]
         grad_norm = result[5] if len(result) > 5 else result[2]
+        if getattr(args, "use_distributed_optimizer", False):
+            # After the reduce-scatter a rank's main_grad holds the reduced
+            # gradient only in the shard it owns (the rest is its own partial
+            # sum, never read): checked whole it is a false alarm. The step
+            # it feeds is checked instead (every parameter after the update).
+            for chunk in step.model:
+                for p in chunk.parameters():
+                    if getattr(p, "main_grad", None) is not None:
+                        p.main_grad = None
         out = {}
         last = parallel_state.get_pipeline_model_parallel_last_rank()
         group = parallel_state.get_pipeline_model_parallel_group()
