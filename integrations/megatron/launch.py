@@ -511,25 +511,19 @@ class _TrainStep:
         self.ran = True
         raise _StepDone()
 
-    def _configure(self, training, args, model, optimizer):  # noqa: C901
+    def _configure(self, training, args, model, optimizer):
         """The training config train() sets before its loop."""
         from megatron.core.utils import get_model_config
         config = get_model_config(model[0])
         config.grad_scale_func = optimizer.scale_loss
         config.timers = training.get_timers()
         if getattr(args, "overlap_grad_reduce", False):
-            config.no_sync_func = [chunk.no_sync for chunk in model]
-            if len(model) == 1:
-                config.no_sync_func = config.no_sync_func[0]
+            config.no_sync_func = _per_chunk(model, "no_sync")
             if getattr(args, "align_grad_reduce", False):
-                config.grad_sync_func = [chunk.start_grad_sync for chunk in model]
-                if len(model) == 1:
-                    config.grad_sync_func = config.grad_sync_func[0]
+                config.grad_sync_func = _per_chunk(model, "start_grad_sync")
         if getattr(args, "overlap_param_gather", False) and \
                 getattr(args, "align_param_gather", False):
-            config.param_sync_func = [chunk.start_param_sync for chunk in model]
-            if len(model) == 1:
-                config.param_sync_func = config.param_sync_func[0]
+            config.param_sync_func = _per_chunk(model, "start_param_sync")
         if getattr(config, "finalize_model_grads_func", None) is None:
             from megatron.core.distributed import finalize_model_grads
             config.finalize_model_grads_func = finalize_model_grads
@@ -582,7 +576,9 @@ class _Step(torch.nn.Module):
         out = {}
         last = parallel_state.get_pipeline_model_parallel_last_rank()
         group = parallel_state.get_pipeline_model_parallel_group()
-        for key in sorted(_reported_keys(args)):
+        # What train_step reports; MoE auxiliary losses go to the MoE tracker,
+        # not here (not compared yet).
+        for key in ("lm loss",):
             value = losses.get(key) if losses else None
             value = torch.empty(()) if value is None else value.float().reshape(())
             torch.distributed.broadcast(value, src=last, group=group)
@@ -592,16 +588,16 @@ class _Step(torch.nn.Module):
         return out
 
 
+def _per_chunk(model, method):
+    """A model chunk's bound method, or the list of every chunk's, as
+    train() hands the schedule its sync functions."""
+    bound = [getattr(chunk, method) for chunk in model]
+    return bound[0] if len(bound) == 1 else bound
+
+
 def _mpu_process_groups():
     from megatron.core.process_groups_config import ProcessGroupCollection
     return ProcessGroupCollection.use_mpu_process_groups()
-
-
-def _reported_keys(args):
-    keys = {"lm loss"}
-    if getattr(args, "num_experts", None) and getattr(args, "moe_aux_loss_coeff", 0):
-        pass  # auxiliary losses are logged by the MoE tracker, not train_step
-    return keys
 
 
 def _data_iterator(args):
