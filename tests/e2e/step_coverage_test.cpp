@@ -40,6 +40,10 @@ const std::vector<StepCase> kCases = {
     // Gradients kept only in main_grad (.grad None) are those checked.
     {"step_contract.py::main_grad_averaged", 0, "2 on gradients and the step"},
     {"step_contract.py::main_grad_summed", 1, "[SP005]"},
+    // The backward run through the autograd engine directly, as Megatron's
+    // custom_backward does: its gradients are checked.
+    {"step_contract.py::custom_backward_averaged", 0, "2 on gradients and the step"},
+    {"step_contract.py::custom_backward_summed", 1, "[SP005]"},
     // Gradients moved where nothing checks them: never proved.
     {"step_contract.py::gradient_moved_out_of_sight", 3,
      "backward computed the gradient of parameter 'proj.weight' but the entry left it "

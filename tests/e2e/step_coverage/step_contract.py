@@ -116,6 +116,30 @@ def main_grad_summed():
     return _main_grad_entry(divide=False)
 
 
+def _custom_backward_entry(divide):
+    """Megatron's custom_backward: the schedule runs the backward through
+    the autograd engine directly (Variable._execution_engine.run_backward),
+    then finalize_grads averages (or sums) the data-parallel gradients."""
+    from torch.autograd.variable import Variable
+    entry = _main_grad_entry(divide)
+
+    def backward(loss):
+        Variable._execution_engine.run_backward(
+            tensors=(loss,), grad_tensors=(torch.ones_like(loss),), keep_graph=False,
+            create_graph=False, inputs=tuple(), allow_unreachable=True,
+            accumulate_grad=True)
+    entry["backward"] = backward
+    return entry
+
+
+def custom_backward_averaged():
+    return _custom_backward_entry(divide=True)
+
+
+def custom_backward_summed():
+    return _custom_backward_entry(divide=False)
+
+
 def gradient_moved_out_of_sight():
     """The gradients go into a buffer of the framework's own and .grad is
     None: nothing is left to compare, which is never "proved"."""
