@@ -7,6 +7,7 @@
 // holds it>, build/frameworks/deepspeed-deps for one). Without either the
 // tests fail saying so; they never skip. tests/CMakeLists.txt labels the slow
 // ones (instantiations named DeepSpeedSlow).
+#include "tests/e2e/framework_trees.h"
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
@@ -15,30 +16,9 @@
 #include <filesystem>
 
 using shardproof::testing::run_cli;
+using shardproof::testing::use_deepspeed;
 
 namespace {
-// Sets DEEPSPEED_ROOT and DEEPSPEED_PYTHON_PATH to the pinned release and its
-// pydantic 2 unless the environment names a tree (with the folders it needs
-// in DEEPSPEED_PYTHON_PATH), and checks that they are there.
-::testing::AssertionResult use_deepspeed() {
-  if (!std::getenv("DEEPSPEED_ROOT")) {
-    setenv("DEEPSPEED_ROOT", SHARDPROOF_FRAMEWORKS_DIR "/deepspeed", 1);
-    if (!std::getenv("DEEPSPEED_PYTHON_PATH"))
-      setenv("DEEPSPEED_PYTHON_PATH", SHARDPROOF_FRAMEWORKS_DIR "/deepspeed-deps", 1);
-  }
-  std::string root = std::getenv("DEEPSPEED_ROOT");
-  const char *path = std::getenv("DEEPSPEED_PYTHON_PATH");
-  if (!std::filesystem::is_directory(root + "/deepspeed") ||
-      (path && !std::filesystem::is_directory(path)))
-    return ::testing::AssertionFailure()
-           << root
-           << " holds no deepspeed/ (or DEEPSPEED_PYTHON_PATH=" << (path ? path : "")
-           << " is no folder): run the tests with ctest (its "
-           << "frameworks.install test installs the pinned deepspeed, "
-           << "tests/frameworks/install.sh) or set DEEPSPEED_ROOT to a DeepSpeed tree";
-  return ::testing::AssertionSuccess();
-}
-
 std::vector<std::string> deepspeed_check(const std::string &entry,
                                          std::vector<std::string> layout) {
   std::vector<std::string> args{"check",       std::getenv("DEEPSPEED_ROOT"),

@@ -1,11 +1,12 @@
 // The DeepSpeed training step a user launches (docs/launch.md, "DeepSpeed"):
 // `shardproof check TREE --launch ds_config.json --entry model.py::build
 // --world N` on our own small models and configs of tests/e2e/launch/deepspeed,
-// against a real DeepSpeed tree: DEEPSPEED_ROOT=/path/to/DeepSpeed ctest -R
+// against a real DeepSpeed tree: the pinned release ctest installs
+// (tests/e2e/framework_trees.h) or DEEPSPEED_ROOT=/path/to/DeepSpeed ctest -R
 // DeepSpeedLaunch (and, for trees that need pydantic 2,
-// DEEPSPEED_PYTHON_PATH=<a folder that holds it>). Skipped (and reported as
-// skipped) otherwise. The same verdicts under real PyTorch and DeepSpeed
-// (CPU, gloo): tests/groundtruth/launch_deepspeed.py.
+// DEEPSPEED_PYTHON_PATH=<a folder that holds it>). The same verdicts under real PyTorch
+// and DeepSpeed (CPU, gloo): tests/groundtruth/launch_deepspeed.py.
+#include "tests/e2e/framework_trees.h"
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 
 using shardproof::testing::run_cli;
 using shardproof::testing::source_path;
+using shardproof::testing::use_deepspeed;
 
 namespace {
 struct Launch {
@@ -33,8 +35,7 @@ std::string launch_name(const ::testing::TestParamInfo<Launch> &info) {
 }
 
 void expect_launch(const Launch &launch) {
-  if (!std::getenv("DEEPSPEED_ROOT"))
-    GTEST_SKIP() << "set DEEPSPEED_ROOT to a DeepSpeed checkout to run this";
+  ASSERT_TRUE(use_deepspeed());
   const std::string folder = source_path("tests/e2e/launch/deepspeed/");
   std::vector<std::string> args{"check", std::getenv("DEEPSPEED_ROOT"), "--launch",
                                 folder + launch.config};
@@ -48,7 +49,7 @@ void expect_launch(const Launch &launch) {
   EXPECT_EQ(r.exit_code, launch.exit_code) << r.out << r.err;
   for (const std::string &line : launch.lines)
     EXPECT_NE((r.out + r.err).find(line), std::string::npos) << line << "\n"
-                                                              << r.out << r.err;
+                                                             << r.out << r.err;
 }
 } // namespace
 
@@ -58,7 +59,7 @@ class DeepSpeedLaunchSlow : public ::testing::TestWithParam<Launch> {};
 TEST_P(DeepSpeedLaunch, VerdictIsAsTheLaunchComputes) { expect_launch(GetParam()); }
 TEST_P(DeepSpeedLaunchSlow, VerdictIsAsTheLaunchComputes) { expect_launch(GetParam()); }
 
-// A minute or two each on 2 cores.
+// Seconds each on 2 cores (12 in under a minute with -j2).
 INSTANTIATE_TEST_SUITE_P(
     DeepSpeed, DeepSpeedLaunch,
     ::testing::Values(
@@ -149,12 +150,13 @@ INSTANTIATE_TEST_SUITE_P(
                0,
                2,
                {"zero0.json:1: a DeepSpeed launch needs the model's builder"}},
-        Launch{"WorldThePipelineDoesNotDivide",
-               "pipeline.json",
-               "pipe.py::build",
-               3,
-               2,
-               {"pipeline.json:6: a world of 3 does not split into 2 pipeline stage(s)"}}),
+        Launch{
+            "WorldThePipelineDoesNotDivide",
+            "pipeline.json",
+            "pipe.py::build",
+            3,
+            2,
+            {"pipeline.json:6: a world of 3 does not split into 2 pipeline stage(s)"}}),
     launch_name);
 
 // Minutes each: a refutation whose stepped weights take the prover's time
@@ -165,14 +167,15 @@ INSTANTIATE_TEST_SUITE_P(
         // A model ported from a torch.distributed script that still sums each
         // gradient over the ranks in a hook: DeepSpeed's average of the sums
         // is the world size times the single-device gradient.
-        Launch{"GradientsReducedTwiceAreRefuted",
-               "zero0.json",
-               "mlp_reduced_twice.py::build",
-               2,
-               1,
-               {"mlp_reduced_twice.py:13:9: error: the value computed here (all_reduce) is "
-                "the reference times 2 on every rank",
-                "[SP005]"}},
+        Launch{
+            "GradientsReducedTwiceAreRefuted",
+            "zero0.json",
+            "mlp_reduced_twice.py::build",
+            2,
+            1,
+            {"mlp_reduced_twice.py:13:9: error: the value computed here (all_reduce) is "
+             "the reference times 2 on every rank",
+             "[SP005]"}},
         // Two experts over 2 expert-parallel ranks under ZeRO 2: every
         // routing of the two tokens a path.
         Launch{"MoeExpertParallelZero2",

@@ -6,6 +6,7 @@
 // tests fail saying so (only the scan, which checks the newest tree, skips
 // without MEGATRON_ROOT). tests/CMakeLists.txt labels the slow ones
 // (instantiations named MegatronSlow, the scan, the optimizer).
+#include "tests/e2e/framework_trees.h"
 #include "tests/e2e/run_cli.h"
 
 #include <gtest/gtest.h>
@@ -18,22 +19,7 @@
 #include <ostream>
 
 using shardproof::testing::run_cli;
-
-namespace {
-// Sets MEGATRON_ROOT, which shardproof's runs read, to the pinned release
-// unless the environment names a tree, and checks that it holds megatron/core.
-::testing::AssertionResult use_megatron() {
-  if (!std::getenv("MEGATRON_ROOT"))
-    setenv("MEGATRON_ROOT", SHARDPROOF_FRAMEWORKS_DIR "/megatron-core", 1);
-  std::string root = std::getenv("MEGATRON_ROOT");
-  if (!std::filesystem::is_directory(root + "/megatron/core"))
-    return ::testing::AssertionFailure()
-           << root << " holds no megatron/core: run the tests with ctest (its "
-           << "frameworks.install test installs the pinned megatron-core, "
-           << "tests/frameworks/install.sh) or set MEGATRON_ROOT to a Megatron-LM tree";
-  return ::testing::AssertionSuccess();
-}
-} // namespace
+using shardproof::testing::use_megatron;
 
 class MegatronRecipes : public ::testing::TestWithParam<const char *> {};
 
