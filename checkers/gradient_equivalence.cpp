@@ -136,6 +136,10 @@ private:
       // the tensor-parallel group), or whole and equal on every rank.
       const ir::Leaf *leaf = find_parameter(home, ref_out.subject);
       bool sharded = leaf && leaf->partition_dim >= 0 && leaf->shape != ref_out.shape;
+      // A parameter of another shape that no partition explains is unmatched
+      // (SP004, its variables free): no obligation on its gradient can hold.
+      if (leaf && !sharded && value->rank_shapes[0] != ref_out.shape)
+        return;
       ob.layout = Layout{Layout::Kind::Replicated};
       if (sharded)
         ob.layout = Layout{Layout::Kind::Sharded,

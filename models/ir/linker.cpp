@@ -99,6 +99,31 @@ bool is_shard_of(const Leaf &leaf, const Shape &whole) {
 }
 } // namespace
 
+namespace {
+// The shards (dim, stride) of `whole` a leaf's shape alone fits, as a note:
+// with more than one, which the rank holds is not known.
+std::string shards_that_fit(const Leaf &leaf, const Shape &whole) {
+  if (leaf.shape.size() != whole.size() || leaf.shard_count < 2)
+    return "";
+  std::vector<std::string> fits;
+  for (std::size_t d = 0; d < whole.size(); ++d) {
+    bool rest_equal = true;
+    for (std::size_t e = 0; e < whole.size(); ++e)
+      rest_equal = rest_equal && (e == d || leaf.shape[e] == whole[e]);
+    if (!rest_equal || leaf.shape[d] * leaf.shard_count != whole[d])
+      continue;
+    for (std::int64_t stride = 1; stride <= leaf.shape[d]; ++stride)
+      if (leaf.shape[d] % stride == 0)
+        fits.push_back(fmt::format("dim {} stride {}", d, stride));
+  }
+  if (fits.empty())
+    return "";
+  return fmt::format("; its shape fits {} shard{} of {} ({})", fits.size(),
+                     fits.size() == 1 ? "" : "s", leaf.shard_count,
+                     fmt::join(fits, ", "));
+}
+} // namespace
+
 LeafCounterpart counterpart_in(const Trace &reference, const Leaf &leaf) {
   LeafCounterpart found{same_leaf(reference, leaf), std::nullopt};
   if (!found.reference)
@@ -133,12 +158,21 @@ void LinkedProgram::bind_leaves(int rank) {
     const ir::Leaf *ref = counterpart.reference;
     unbound_.push_back(
         {rank, leaf.loc,
-         ref ? fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
+         !ref ? fmt::format("rank {}: parameter '{}' has no counterpart in the reference",
+                            rank, leaf.name)
+         : leaf.partition_dim >= 0
+             ? fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
                            "reference, and its partition_dim does not explain it",
                            rank, leaf.name, ir::shape_str(leaf.shape),
                            ir::shape_str(ref->shape))
-             : fmt::format("rank {}: parameter '{}' has no counterpart in the reference",
-                           rank, leaf.name)});
+             : fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
+                           "reference, and nothing says which shard of it it holds "
+                           "(no partition_dim, no metadata of the framework's "
+                           "naming its slices, not re-pointed at part of a tensor "
+                           "the entry made whole){}",
+                           rank, leaf.name, ir::shape_str(leaf.shape),
+                           ir::shape_str(ref->shape),
+                           shards_that_fit(leaf, ref->shape))});
   }
 }
 

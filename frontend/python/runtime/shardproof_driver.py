@@ -155,6 +155,9 @@ def _record_parameters(entry):
         dim = getattr(p, "partition_dim", -1)
         if not getattr(p, "tensor_model_parallel", dim >= 0):
             dim = -1
+        stride = int(getattr(p, "partition_stride", 1))
+        if dim < 0 and world > 1:
+            dim, stride = _inferred_partition(p, rank, world)
         # A parameter DDP broadcast at construction holds rank 0's values; it
         # is recorded by the values it was made with (and their shape: ZeRO 3
         # leaves each parameter empty, its values in the partitions).
@@ -165,9 +168,81 @@ def _record_parameters(entry):
             _sp.rename(term, f"{name}{_index(made_with.shape, i)}")
         file, line = getattr(p, "_origin", ("", 0))
         _sp.record_leaf(role="param", name=name, shape=made_with.shape, elements=flat,
-                        partition_dim=dim,
-                        partition_stride=int(getattr(p, "partition_stride", 1)),
+                        partition_dim=dim, partition_stride=stride,
                         shard=rank, shards=world, file=file, line=line)
+
+
+def _inferred_partition(p, rank, world):
+    """(partition_dim, partition_stride) of a parameter that carries no
+    Megatron attributes, from what the run knows of which part of the whole
+    it holds: the framework's own metadata of the slices of the unsharded
+    tensor it holds (nanotron's sharded-parameter info), else the part of a
+    tensor the entry made whole that it was re-pointed at while built
+    (`weight.data = torch.split(master, n, dim)[rank]`). Accepted only where
+    those places are exactly shard `rank` of `world` along one dim with one
+    stride, as the checks lay the parameter out; (-1, 1) otherwise (the
+    linker then tries its shape alone, or the parameter stays unmatched)."""
+    part = _metadata_part(p) or p.__dict__.get("_shardproof_source")
+    if not part:
+        return -1, 1
+    whole, positions = part
+    local = tuple(p.shape)
+    if len(whole) != len(local) or len(positions) != p.numel():
+        return -1, 1
+    differ = [d for d in range(len(local)) if local[d] != whole[d]]
+    if len(differ) != 1 or local[differ[0]] * world != whole[differ[0]]:
+        return -1, 1
+    dim = differ[0]
+    for stride in range(1, local[dim] + 1):
+        if local[dim] % stride == 0 and \
+                _shard_positions(local, dim, stride, rank, world) == list(positions):
+            return dim, stride
+    return -1, 1
+
+
+def _shard_positions(local, dim, stride, shard, count):
+    """Flat places in the whole of shard `shard` of `count` along `dim` with
+    Megatron's partition stride (ir::shard_to_reference_index)."""
+    import numpy as np
+    index = np.indices(local).reshape(len(local), -1)
+    piece = local[dim] // stride
+    j = index[dim]
+    index[dim] = ((j // piece) * count + shard) * piece + j % piece
+    whole = tuple(n * count if d == dim else n for d, n in enumerate(local))
+    return np.ravel_multi_index(tuple(index), whole).tolist()
+
+
+def _metadata_part(p):
+    """(unsharded shape, flat places of p's elements in it) from a
+    framework's metadata on the parameter that maps slices of it to slices
+    of the unsharded tensor (an object with `local_global_slices_pairs` and
+    `unsharded_shape`, on the parameter or in a dict it carries); None where
+    there is none or it does not cover p's elements once each."""
+    import numpy as np
+    infos = []
+    for value in list(vars(p).values()):
+        for v in (value.values() if isinstance(value, dict) else (value,)):
+            if hasattr(v, "local_global_slices_pairs") and hasattr(v, "unsharded_shape"):
+                infos.append(v)
+    if len(infos) != 1:
+        return None
+    info = infos[0]
+    try:
+        whole = tuple(int(n) for n in info.unsharded_shape)
+        local_places = np.arange(p.numel()).reshape(tuple(p.shape))
+        global_places = np.arange(int(np.prod(whole))).reshape(whole)
+        positions = np.full(p.numel(), -1)
+        for pair in info.local_global_slices_pairs:
+            here = local_places[tuple(pair.local_slices)].ravel()
+            there = global_places[tuple(pair.global_slices)].ravel()
+            if here.size != there.size or (positions[here] != -1).any():
+                return None
+            positions[here] = there
+    except (TypeError, ValueError, IndexError, AttributeError):
+        return None
+    if (positions < 0).any():
+        return None
+    return whole, positions.tolist()
 
 
 def _module_name(entry, name):

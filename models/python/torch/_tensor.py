@@ -234,11 +234,35 @@ def fresh(shape, dtype, what, register=True, index=None, uninitialised=False):
     array = array.reshape(shape)
     t = record(array, dtype, what, "leaf")
     if register:
+        if _tracing.state.building:
+            # An entry's input: a Parameter later re-pointed at part of it
+            # knows which part (see Tensor._storage_while_built).
+            for i, term in enumerate(flat):
+                _tracing.state.entry_elements[term.id] = (f"{what}#{index}", shape, i)
         file, line, _, _ = _tracing.location()
         _sp.record_leaf(role="input", name=f"{what}#{index}", shape=shape, elements=flat,
                         partition_dim=-1, partition_stride=1, shard=0, shards=1,
                         file=file, line=line)
     return t
+
+
+def _part_of_entry_input(value):
+    """(shape of the whole, flat positions of value's elements in it) where
+    value holds distinct elements of one symbolic input the entry made (a
+    weight's slice of a master weight it initialised whole, picotron's
+    `weight.data = torch.split(master, n, dim)[rank].contiguous()`); else
+    None."""
+    whole, positions = None, []
+    for term in np.ravel(value._a):
+        at = _tracing.state.entry_elements.get(getattr(term, "id", None)) \
+            if isinstance(term, _sp.Term) else None
+        if at is None or (whole is not None and at[:2] != whole):
+            return None
+        whole = at[:2]
+        positions.append(at[2])
+    if whole is None or len(set(positions)) != len(positions):
+        return None
+    return whole[1], positions
 
 
 def _index_str(shape, flat):
@@ -664,6 +688,9 @@ class Tensor(metaclass=_TensorType):
         its view of a flat parameter buffer, copies the weight in, and the
         distributed optimizer's all-gather later writes the buffer)."""
         own = self.__dict__.setdefault("_own_values", (self._a, self._node))
+        # Which part of a tensor the entry made it now holds, if any: that
+        # says which shard of the reference's parameter it is.
+        self.__dict__["_shardproof_source"] = _part_of_entry_input(value)
         if tuple(value.shape) != own[0].shape:
             resized = fresh(value.shape, value.dtype, "param", register=False,
                             index=_tracing.next_param_index())
