@@ -4,6 +4,7 @@
 #include "models/ir/linker.h"
 #include "models/terms/evaluate.h"
 
+#include <chrono>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -248,8 +249,16 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
   for (int pass = 1;; ++pass) {
     failure.reset();
     std::vector<ir::Trace> ranks(static_cast<std::size_t>(world));
-    for (int r = 0; r < world; ++r)
+    for (int r = 0; r < world; ++r) {
+      const auto start = std::chrono::steady_clock::now();
       trace_rank(world, r, terms::VarKind::RankLocal, ranks[r], known[r]);
+      if (std::getenv("SHARDPROOF_TRACEBACK")) // for shardproof's developers
+        std::cerr << fmt::format(
+            "-- pass {} rank {} of {}: {:.1f} s, {} nodes{}\n", pass, r, world,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                .count(),
+            ranks[r].nodes.size(), failure ? " (stopped)" : "");
+    }
     const bool guessed = std::any_of(ranks.begin(), ranks.end(),
                                      [](const ir::Trace &t) { return t.guessed; });
     if (!failure && pass == 1 && !guessed)
