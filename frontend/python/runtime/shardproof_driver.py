@@ -428,6 +428,28 @@ def _user_frame(tb, path):
     return best or outside or (path, 0)
 
 
+def _user_traceback(tb, limit=12):
+    """The analysed code's frames of an exception (the user's, the
+    framework's; never shardproof's, the standard library's or numpy's), most
+    recent call last, as notes under the error: where in a framework the
+    error was raised, and the calls from the entry that led there (the
+    innermost `limit` of them)."""
+    def shown_path(file):  # relative to the working folder where it is inside it
+        relative = os.path.relpath(file) if os.path.isabs(file) else file
+        return file if relative.startswith("..") else relative
+
+    frames = [(shown_path(frame.f_code.co_filename), line, frame.f_code.co_name)
+              for frame, line in traceback.walk_tb(tb)
+              if not _tracing._is_runtime(frame.f_code.co_filename)]
+    if not frames:
+        return ""
+    shown = frames[-limit:]
+    notes = [f"{file}:{line}: note: in {function}()" for file, line, function in shown[:-1]]
+    file, line, function = shown[-1]
+    notes.append(f"{file}:{line}: note: in {function}(), raised here")
+    return "\n" + "\n".join(notes)
+
+
 def _rejects_configuration(error, file):
     """A framework tree that a recipe builds checks its configuration in its
     constructors ("MLA is not supported with Tensor Parallelism yet", "heads
@@ -671,6 +693,7 @@ def _run_rank(path, func, world, rank):
             return ("absent", file, line, f"this tree does not build {func}() with this "
                     f"parallel configuration: {type(e).__name__}: {e}")
         what = f"{_Phase.current} raised {type(e).__name__}"
-        return ("bad-input", file, line, f"{what}: {e}" if str(e) else what)
+        return ("bad-input", file, line,
+                (f"{what}: {e}" if str(e) else what) + _user_traceback(e.__traceback__))
     finally:
         sys.stdout = stdout

@@ -30,7 +30,11 @@ def _setup(tp=None, pp=1, dp=1):
     return pgm.process_group_manager
 
 
-def _config(layers=1, hidden=4, heads=2, vocab=8):
+def _config(layers=1, heads=4, vocab=8):
+    # Heads divisible by a tensor-parallel size up to 4, the same at world 1
+    # (the reference is the same model); rotary embeddings need an even
+    # head size.
+    hidden = 2 * heads
     # The fields of the Hugging Face LlamaConfig picotron's Llama reads.
     return types.SimpleNamespace(
         vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
@@ -143,8 +147,9 @@ class _Batches:
 
 class _PipelineStep(nn.Module):
     """One training step of picotron's pipeline schedule on this stage;
-    returns the loss picotron logs (the mean over micro-batches), as a
-    tensor every stage holds."""
+    returns the loss picotron logs (the mean over micro-batches, which
+    only the last stage computes), broadcast from the last stage as a
+    user's report of it would be."""
 
     def __init__(self, stage, schedule, shapes, micro_batches):
         super().__init__()
@@ -154,7 +159,12 @@ class _PipelineStep(nn.Module):
     def forward(self, ids, targets):
         loader = _Batches(ids, targets, self.micro_batches)
         loss = self.schedule(self.stage, loader, self.shapes, "cuda", torch.float32)
-        return torch.tensor(float(loss)) if not isinstance(loss, torch.Tensor) else loss
+        loss = torch.tensor([float(loss)])
+        import picotron.process_group_manager as pgm
+
+        dist.broadcast(loss, src=pgm.process_group_manager.pp_last_rank,
+                       group=pgm.process_group_manager.pp_group)
+        return loss
 
 
 def _pipeline(schedule_name, micro_batches=2):
@@ -183,3 +193,34 @@ def pipeline_1f1b():
 
 def pipeline_afab():
     return _pipeline("train_step_pipeline_afab")
+
+
+def _data_parallel(tp):
+    """picotron's DataParallelBucket over its data-parallel group (its
+    gradient hooks, buckets, async all-reduce and post-backward callback),
+    each rank taking its slice of the batch, the loss a mean over it; with
+    tp > 1 the model inside is built of picotron's tensor-parallel layers.
+    (A small model: the whole Llama's gradients under a batch split are
+    more than the solver finishes in the default 20 s per obligation.)"""
+    world = dist.get_world_size()
+    tp = min(tp, world)  # the reference (world 1) is one rank
+    pg = _setup(tp=tp, dp=world // tp)
+    from picotron.data_parallel.data_parallel import DataParallelBucket
+
+    model = DataParallelBucket(_ColumnRow())
+    x = torch.randn(4, 3, 4)
+    local = x.chunk(pg.dp_world_size)[pg.dp_rank]
+
+    def loss(out):
+        return (out * out).mean()
+
+    return {"model": model, "inputs": (local,), "loss": loss,
+            "tensor_parallel_group": pg.tp_group, "data_parallel_group": pg.dp_group}
+
+
+def data_parallel_bucket():
+    return _data_parallel(tp=1)
+
+
+def data_parallel_bucket_tp():
+    return _data_parallel(tp=2)
