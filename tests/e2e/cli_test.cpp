@@ -141,7 +141,8 @@ TEST_P(BadInputs, OneLineErrorWithFileAndLine) {
   std::string line;
   std::getline(lines, line);
   while (std::getline(lines, line))
-    EXPECT_TRUE(std::regex_search(line, std::regex("^[^ ]+:[0-9]+: note: in [^ ]+\\(\\)")))
+    EXPECT_TRUE(
+        std::regex_search(line, std::regex("^[^ ]+:[0-9]+: note: in [^ ]+\\(\\)")))
         << r.err;
   EXPECT_EQ(r.err.find("Traceback"), std::string::npos);
   EXPECT_EQ(r.out.find("Traceback"), std::string::npos);

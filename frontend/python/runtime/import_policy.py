@@ -226,6 +226,26 @@ class OpaqueFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(name, _Loader())
 
 
+# Packages of the real PyTorch distribution besides `torch` itself: one
+# installed on this machine would load against the real torch's C library,
+# which the stand-in replaces. They are treated as modules not found here:
+# a probe's ImportError, else opaque (nanotron's unguarded
+# `from functorch.dim import tree_map`).
+_REAL_TORCH_COMPANIONS = {"functorch", "torchgen"}
+
+
+class CompanionFinder(importlib.abc.MetaPathFinder):
+    """First on sys.meta_path: the real finders never see the companions."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in _REAL_TORCH_COMPANIONS:
+            return None
+        spec = OpaqueFinder().find_spec(name, path, target)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+        return spec
+
+
 _builtin_import = builtins.__import__
 
 
@@ -243,4 +263,5 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):
 def install():
     if not any(isinstance(f, OpaqueFinder) for f in sys.meta_path):
         sys.meta_path.append(OpaqueFinder())
+        sys.meta_path.insert(0, CompanionFinder())
         builtins.__import__ = _import

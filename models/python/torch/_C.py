@@ -38,4 +38,8 @@ def __getattr__(name):
     where used, an AttributeError to a probe), never the user's error."""
     if name.startswith("__"):
         raise AttributeError(name)
+    taken = _tracing._import_time_use()  # a type annotation, a decorator, ...
+    if taken is not None:
+        return _tracing.ImportTimeName(f"torch._C.{name}",
+                                       f"{_tracing.display(taken[0])}:{taken[1]}")
     raise _tracing.NotModelledAttribute(f"torch._C.{name} is not modelled")

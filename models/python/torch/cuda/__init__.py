@@ -350,4 +350,4 @@ def __getattr__(name):
     """A name real PyTorch's torch.cuda has and the stand-in does not model is
     "not modelled" (could not prove where used); any other does not exist."""
     from .._real_surface import NAMES
-    raise _tracing.missing_attribute("torch.cuda", name, NAMES["torch.cuda"])
+    return _tracing.unknown_attribute("torch.cuda", name, NAMES["torch.cuda"])

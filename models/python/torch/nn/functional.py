@@ -592,4 +592,4 @@ unfold upsample upsample_bilinear upsample_nearest
 
 
 def __getattr__(name):
-    raise _tracing.missing_attribute("torch.nn.functional", name, _UNMODELLED)
+    return _tracing.unknown_attribute("torch.nn.functional", name, _UNMODELLED)

@@ -8,12 +8,24 @@ class Parameter(Tensor):
 
     _is_parameter = True
 
-    def __init__(self, data=None, requires_grad=True):
+    def __new__(cls, data=None, requires_grad=True):
+        """As PyTorch's: the Parameter is made by __new__ (a subclass's
+        __new__ calls `nn.Parameter.__new__(cls, data=..., requires_grad=...)`,
+        nanotron's NanotronParameter), and __init__ takes whatever the
+        constructor was given and does nothing."""
+        self = Tensor.__new__(cls)
+        self._make(data, requires_grad)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def _make(self, data, requires_grad):
         if data is None:
             raise TypeError("Parameter() needs data")
         symbolic = fresh(data.shape, data.dtype, "param", register=False,
                          index=_tracing.next_param_index())
-        super().__init__(symbolic._a, data.dtype, symbolic._node, requires_grad)
+        Tensor.__init__(self, symbolic._a, data.dtype, symbolic._node, requires_grad)
         self._origin = _tracing.location()[:2]
         self.__dict__.update({k: v for k, v in data.__dict__.items()
                               if k not in ("_a", "dtype", "_node", "_grad",

@@ -196,4 +196,4 @@ def __getattr__(name):
     """A name real PyTorch's torch.optim.lr_scheduler has and the stand-in does not model is
     "not modelled" (could not prove where used); any other does not exist."""
     from .._real_surface import NAMES
-    raise _tracing.missing_attribute("torch.optim.lr_scheduler", name, NAMES["torch.optim.lr_scheduler"])
+    return _tracing.unknown_attribute("torch.optim.lr_scheduler", name, NAMES["torch.optim.lr_scheduler"])

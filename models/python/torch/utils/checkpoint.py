@@ -140,4 +140,4 @@ def __getattr__(name):
     """A name real PyTorch's torch.utils.checkpoint has and the stand-in does not model is
     "not modelled" (could not prove where used); any other does not exist."""
     from .._real_surface import NAMES
-    raise _tracing.missing_attribute("torch.utils.checkpoint", name, NAMES["torch.utils.checkpoint"])
+    return _tracing.unknown_attribute("torch.utils.checkpoint", name, NAMES["torch.utils.checkpoint"])
