@@ -350,9 +350,11 @@ def main(argv):
                 rest.pop(0)  # and its value
             else:
                 run_args.append(a)
+        # Several logs are several runs (their commands are in --note): the
+        # command is then the one that wrote the report from them.
+        logs = ["--from-log" if "," in args.from_log else "--log", args.from_log]
         command = "/usr/bin/python3 " + " ".join(
-            [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + run_args +
-            ["--log", args.from_log])
+            [os.path.relpath(os.path.abspath(argv[0]), ROOT)] + run_args + logs)
         with open(args.report, "w") as f:
             f.write(report(records, args.seconds or 0, command, args.save, last - first,
                            args.note))
