@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace shardproof::checkers {
@@ -96,6 +97,24 @@ private:
       context.lemmas.add(ob.value, ob.layout, ob.name);
   }
 
+  // "Could not prove" for a gradient some of whose elements no rank holds
+  // reduced: nothing checks them. Returns whether it reported one.
+  static bool report_unowned(CheckContext &context, const ValueObligation &ob) {
+    LayoutEquation eq = layout_equation(context.store, ob.value, ob.layout);
+    std::vector<bool> covered(ob.value.reference.size(), false);
+    for (const LayoutEquation::Row &row : eq.rows)
+      covered[row.reference] = true;
+    auto gap = std::find(covered.begin(), covered.end(), false);
+    if (gap == covered.end())
+      return false;
+    prover::Verdict verdict;
+    verdict.why = fmt::format("no rank holds element {} of {} reduced (each rank "
+                              "answers for its shard only), so nothing checks it",
+                              gap - covered.begin(), ob.subject);
+    context.obligations.push_back({ob.name, ob.loc, std::move(verdict), true});
+    return true;
+  }
+
   void check_gradient(CheckContext &context, const ir::Output &ref_out) {
     const bool stepped = ref_out.role == ir::Output::Role::ParameterAfterStep;
     const bool parameter = stepped || ref_out.role == ir::Output::Role::ParameterGrad;
@@ -165,6 +184,15 @@ private:
     ob.name = fmt::format("{}: '{}' is {}", stepped ? "step" : "gradient",
                           ref_out.subject, ob.layout.str());
     ob.value = std::move(*value);
+    if (!ob.value.owned.empty()) {
+      // Each rank answers for its own elements only (a distributed
+      // optimizer's shard): the replicas differ elsewhere, and together
+      // they must answer for every element.
+      ob.must_agree = false;
+      ob.name += " (each element where its rank holds it reduced)";
+      if (report_unowned(context, ob))
+        return;
+    }
     if (stepped)
       check_value(context, ob);
     else

@@ -211,6 +211,8 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
   case Layout::Kind::Replicated:
     for (int r = 0; r < value.world(); ++r)
       for (std::size_t i = 0; i < value.reference.size(); ++i) {
+        if (!value.owns(r, i))
+          continue;
         eq.lhs.push_back(value.ranks[r][i]);
         eq.rhs.push_back(value.reference[i]);
         eq.rows.push_back({r, i, i});
@@ -224,6 +226,8 @@ LayoutEquation layout_equation(terms::TermStore &store, const DistributedValue &
       if (layout.second_dim >= 0)
         shape[layout.second_dim] *= second_count;
       for (std::size_t i = 0; i < value.ranks[r].size(); ++i) {
+        if (!value.owns(r, i))
+          continue;
         std::size_t local = i; // first to the whole of the second dim
         if (layout.second_dim >= 0)
           local = ir::shard_to_reference_index(value.rank_shapes[r], layout.second_dim, 1,

@@ -66,6 +66,11 @@ struct DistributedValue {
   // value (an expert's parameter lives on its expert-parallel ranks); empty
   // when every rank does, in order.
   std::vector<int> members;
+  // Of each entry of `ranks`, which elements it answers for (a distributed
+  // optimizer's shard of a gradient, ir::Output::owned); empty: every
+  // element of every entry. Layout equations hold only those.
+  std::vector<std::vector<bool>> owned;
+  bool owns(int k, std::size_t i) const { return owned.empty() || owned[k][i]; }
   int rank_id(int k) const { return members.empty() ? k : members[k]; }
   int world() const { return static_cast<int>(ranks.size()); }
   bool has_axis(Layout::Over over) const { return axis_groups.count(over) > 0; }

@@ -124,7 +124,10 @@ Diagnosis diagnose(terms::TermStore &store, const ValueObligation &ob,
       forward ? RuleCode::ForwardMismatch : RuleCode::GradientMismatch;
   const std::string differs =
       fmt::format("{} differs from the single-device reference", ob.subject);
-  bool partial = divergence && divergence->layout.kind == Kind::PartialSum;
+  // A value each rank answers for in part only (a distributed optimizer's
+  // shard) is a partial sum elsewhere by design: that is no missing reduction.
+  bool partial = divergence && divergence->layout.kind == Kind::PartialSum &&
+                 ob.value.owned.empty();
   // A collective whose result is still a partial sum did reduce, but with
   // the wrong operation or group: a mismatch, not a missing reduction.
   bool misreduced = partial && divergence->category == ir::OpCategory::Collective;
@@ -1159,6 +1162,19 @@ std::optional<DistributedValue> gather(CheckContext &context, const ir::Output &
     }
     value.rank_shapes.push_back(o->shape);
     value.ranks.push_back(program.linked(r, o->elements));
+  }
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const ir::Output *o = find_output(program.rank(members[k]), ref_out.path);
+    if (!o->owned)
+      continue;
+    if (value.owned.empty()) // every entry so far answers for every element
+      for (std::size_t j = 0; j < members.size(); ++j)
+        value.owned.emplace_back(value.ranks[j].size(), true);
+    std::vector<bool> &mask = value.owned[k];
+    mask.assign(mask.size(), false);
+    for (auto [start, end] : *o->owned)
+      for (std::size_t i = start; i < end && i < mask.size(); ++i)
+        mask[i] = true;
   }
   value.axis_groups = axis_groups(program);
   return value;

@@ -198,11 +198,11 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   PyObject *run_rank = driver();
   out.rank = run.rank;
   out.world = run.world;
-  RecordingContext context{&store,        &out,
-                           leaf_kind,     &run.known_collectives,
-                           run.witness,   &run.known_placeholders,
-                           run.reference, run.extensions,
-                           run.may_guess};
+  RecordingContext context{&store,          &out,
+                           leaf_kind,       &run.known_collectives,
+                           run.witness,     &run.known_placeholders,
+                           run.reference,   run.extensions,
+                           &run.not_guessed};
   set_recording_context(&context);
   PyObject *environment = string_dict(run.environment);
   PyObject *python_path = string_list(run.python_path);

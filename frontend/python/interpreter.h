@@ -41,10 +41,10 @@ struct RankRun {
   const ir::Trace *reference = nullptr;
   // The extensions the analysed code builds (TraceOptions::extensions).
   const ExtensionResolver *extensions = nullptr;
-  // Whether a collective's result may be guessed from this pass's concrete
-  // values (ir::Trace::guessed); off after a pass whose guess linking did
-  // not confirm.
-  bool may_guess = true;
+  // The calls whose result may not be guessed from this pass's concrete
+  // values (ir::Trace::guessed): those an earlier pass guessed and linking
+  // did not confirm.
+  std::set<ir::KnownCollectiveKey> not_guessed;
 };
 
 // Runs a Python script in the embedded interpreter (stand-in torch first on

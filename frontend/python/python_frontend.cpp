@@ -37,7 +37,7 @@ std::map<std::string, std::string> run_environment(const Target &target, int wor
 struct KnownResults {
   ir::KnownCollectives constants;
   terms::KnownPlaceholderValues at_witness;
-  bool may_guess = true; // see RankRun::may_guess
+  std::set<ir::KnownCollectiveKey> not_guessed; // see RankRun::not_guessed
 };
 
 // Traces one run, keeping the first failure of the whole target.
@@ -63,7 +63,7 @@ public:
                 known.at_witness,
                 kind == terms::VarKind::Reference ? nullptr : &reference_,
                 options_.extensions ? &options_.extensions : nullptr,
-                known.may_guess};
+                known.not_guessed};
     auto failure = trace_rank(store_, run, kind, out);
     if (failure && !failure_)
       failure_ = std::move(failure);
@@ -259,8 +259,9 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
                 .count(),
             ranks[r].nodes.size(), failure ? " (stopped)" : "");
     }
-    const bool guessed = std::any_of(ranks.begin(), ranks.end(),
-                                     [](const ir::Trace &t) { return t.guessed; });
+    const bool guessed = std::any_of(ranks.begin(), ranks.end(), [](const ir::Trace &t) {
+      return !t.guessed.empty();
+    });
     if (!failure && pass == 1 && !guessed)
       return ranks; // nothing ran with known or guessed results: nothing to check
     Learned learned;
@@ -277,10 +278,12 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
         (!failure && !changed) ||
         (failure && !learned.fresh && !changed && !learned.changed_at_witness);
     if (settled && guessed) {
-      // A guess linking did not confirm as a constant (or that a failure may
-      // rest on): no outcome stands on it. Trace again without guessing.
-      for (auto &k : known)
-        k.may_guess = false;
+      // No outcome stands on a guess: trace again, with the guesses linking
+      // confirmed as constants now known and the others not guessed again.
+      for (int r = 0; r < world; ++r)
+        for (const auto &key : ranks[r].guessed)
+          if (!known[r].constants.contains(key))
+            known[r].not_guessed.insert(key);
       if (pass < max_passes)
         continue;
       failure = TraceFailure{TraceFailure::Kind::Unsupported,

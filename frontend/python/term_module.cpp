@@ -1079,12 +1079,20 @@ PyObject *py_record_collective(PyObject *, PyObject *args, PyObject *kwargs) {
   return PyLong_FromSize_t(trace().collectives.size() - 1);
 }
 
-// Whether this run may guess a collective's result, and if so that it does
-// (ir::Trace::guessed): False after a pass whose guess was not confirmed.
-PyObject *py_record_guess(PyObject *, PyObject *) {
-  if (!g_context->may_guess)
+// Whether this run may guess the result of a call (group, sequence), and if
+// so that it does (ir::Trace::guessed): False for a call an earlier pass
+// guessed without linking confirming it.
+PyObject *py_record_guess(PyObject *, PyObject *args) {
+  PyObject *group;
+  int sequence;
+  if (!PyArg_ParseTuple(args, "Oi", &group, &sequence))
+    return nullptr;
+  auto key = ir::known_collective_key(int_list<int>(group), sequence, false);
+  if (PyErr_Occurred())
+    return nullptr;
+  if (g_context->not_guessed && g_context->not_guessed->contains(key))
     Py_RETURN_FALSE;
-  trace().guessed = true;
+  trace().guessed.insert(std::move(key));
   Py_RETURN_TRUE;
 }
 
@@ -1119,13 +1127,14 @@ PyObject *py_known_collective(PyObject *, PyObject *args) {
 }
 
 PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
-  static const char *keywords[] = {"path",     "node", "shape",   "dtype",
-                                   "elements", "role", "subject", nullptr};
+  static const char *keywords[] = {"path", "node",    "shape", "dtype", "elements",
+                                   "role", "subject", "owned", nullptr};
   const char *path, *dtype, *role, *subject;
   unsigned node;
-  PyObject *shape, *elems;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sIOsOss", const_cast<char **>(keywords),
-                                   &path, &node, &shape, &dtype, &elems, &role, &subject))
+  PyObject *shape, *elems, *owned = nullptr;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sIOsOss|O",
+                                   const_cast<char **>(keywords), &path, &node, &shape,
+                                   &dtype, &elems, &role, &subject, &owned))
     return nullptr;
   ir::Output out;
   std::string_view r = role;
@@ -1140,6 +1149,12 @@ PyObject *py_record_output(PyObject *, PyObject *args, PyObject *kwargs) {
   out.shape = int_list<std::int64_t>(shape);
   out.dtype = ir::dtype_from_name(dtype);
   out.elements = term_list(elems);
+  if (owned) { // flat: start, end, start, end, ...
+    auto bounds = int_list<std::size_t>(owned);
+    out.owned.emplace();
+    for (std::size_t k = 0; k + 1 < bounds.size(); k += 2)
+      out.owned->push_back({bounds[k], bounds[k + 1]});
+  }
   if (PyErr_Occurred())
     return nullptr;
   trace().outputs.push_back(std::move(out));
@@ -1434,8 +1449,8 @@ PyMethodDef module_methods[] = {
      "record the entry's tensor- or data-parallel group (axis, global ranks)"},
     {"record_collective", with_keywords(in_trace<py_record_collective>),
      METH_VARARGS | METH_KEYWORDS, "record a collective call; returns its index"},
-    {"record_guess", in_trace<py_record_guess>, METH_NOARGS,
-     "guess a collective's result (False: guessing is off for this run)"},
+    {"record_guess", in_trace<py_record_guess>, METH_VARARGS,
+     "guess the result of a call (group, sequence) (False: not this call's, this run)"},
     {"record_wait", in_trace<py_record_wait>, METH_VARARGS,
      "record the wait() on an isend's or irecv's Work (the call's index)"},
     {"known_collective", in_trace<py_known_collective>, METH_VARARGS,

@@ -34,8 +34,8 @@ struct RecordingContext {
   const ir::Trace *reference = nullptr;
   // What torch.utils.cpp_extension.load builds; null: not modelled.
   const ExtensionResolver *extensions = nullptr;
-  // Whether collective results may be guessed (RankRun::may_guess).
-  bool may_guess = true;
+  // The calls whose result may not be guessed (RankRun::not_guessed).
+  const std::set<ir::KnownCollectiveKey> *not_guessed = nullptr;
 };
 
 void set_recording_context(RecordingContext *context);

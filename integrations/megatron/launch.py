@@ -565,14 +565,7 @@ class _Step(torch.nn.Module):
         losses = result[0]
         grad_norm = result[5] if len(result) > 5 else result[2]
         if getattr(args, "use_distributed_optimizer", False):
-            # After the reduce-scatter a rank's main_grad holds the reduced
-            # gradient only in the shard it owns (the rest is its own partial
-            # sum, never read): checked whole it is a false alarm. The step
-            # it feeds is checked instead (every parameter after the update).
-            for chunk in step.model:
-                for p in chunk.parameters():
-                    if getattr(p, "main_grad", None) is not None:
-                        p.main_grad = None
+            _mark_owned_gradients(step.optimizer, step.model)
         out = {}
         last = parallel_state.get_pipeline_model_parallel_last_rank()
         group = parallel_state.get_pipeline_model_parallel_group()
@@ -586,6 +579,28 @@ class _Step(torch.nn.Module):
         if grad_norm is not None:
             out["grad norm"] = torch.as_tensor(grad_norm, dtype=torch.float32)
         return out
+
+
+def _mark_owned_gradients(optimizer, model):
+    """After the distributed optimizer's reduce-scatter a rank's main_grad
+    holds the reduced gradient only in the elements its shard owns (the
+    rest is its own partial sum, never read): each parameter is marked with
+    those elements (docs/entry-contract.md, `shardproof_grad_ranges`), so
+    that they are checked, and only they. The ranges are the optimizer's own
+    (its gbuf_ranges' "param" range of each parameter, in the parameter's
+    flat elements); a parameter the shard does not reach owns none."""
+    owned = {}
+    for inner in getattr(optimizer, "chained_optimizers", None) or [optimizer]:
+        for buffer_ranges in getattr(inner, "gbuf_ranges", None) or []:
+            for buckets in buffer_ranges.values():
+                for bucket in buckets:
+                    for param, ranges in bucket["param_map"].items():
+                        owned.setdefault(id(param), []).append(
+                            (int(ranges["param"].start), int(ranges["param"].end)))
+    for chunk in model:
+        for p in chunk.parameters():
+            if getattr(p, "main_grad", None) is not None:
+                p.shardproof_grad_ranges = owned.get(id(p), [])
 
 
 def _per_chunk(model, method):

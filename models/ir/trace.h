@@ -156,6 +156,10 @@ struct Output {
   Shape shape;
   DType dtype = DType::Float32;
   std::vector<TermId> elements;
+  // The (start, end) ranges of flat elements this rank answers for (a
+  // distributed optimizer's shard of a gradient: the rest is never read);
+  // none: every element.
+  std::optional<std::vector<std::pair<std::size_t, std::size_t>>> owned;
 };
 
 // One call of a module of the model during the forward, recorded when it
@@ -209,11 +213,11 @@ struct Trace {
   // pass gave it (a decision's witness value, whether it is finite): the
   // next pass gives their calls' linked results as terms where it can.
   std::set<TermId> needs_linked;
-  // A collective's result this run took as guessed, not as an earlier pass
+  // The calls whose result this run took as guessed, not as an earlier pass
   // linked it (a broadcast from a source traced before it in this pass, an
   // all-reduce of concrete flags): the tracing passes confirm every guess
   // (frontend/python/python_frontend.cpp) or trust nothing.
-  bool guessed = false;
+  std::set<KnownCollectiveKey> guessed;
   // Whether the run was given a collective's linked result as terms over the
   // reference's variables (not constants only): its terms then hold the
   // other ranks' values as the leaves were bound when they were linked.

@@ -44,6 +44,13 @@ const std::vector<StepCase> kCases = {
     // custom_backward does: its gradients are checked.
     {"step_contract.py::custom_backward_averaged", 0, "2 on gradients and the step"},
     {"step_contract.py::custom_backward_summed", 1, "[SP005]"},
+    // A distributed optimizer's shards: each rank's main_grad is checked
+    // where it holds it reduced (shardproof_grad_ranges), and only there.
+    {"step_contract.py::owned_shards_averaged", 0,
+     "(each element where its rank holds it reduced)"},
+    {"step_contract.py::owned_shards_summed", 1, "[SP005]"},
+    {"step_contract.py::owned_shards_leave_a_gap", 3,
+     "no rank holds element 3 of the gradient of parameter 'proj.weight' reduced"},
     // Gradients moved where nothing checks them: never proved.
     {"step_contract.py::gradient_moved_out_of_sight", 3,
      "backward computed the gradient of parameter 'proj.weight' but the entry left it "

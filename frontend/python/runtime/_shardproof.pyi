@@ -117,11 +117,12 @@ def record_collective(*, kind: str, op: str, group: Sequence[int], sequence: int
     `blocking`: a point-to-point call ("send_recv") that returns only once
     its message is matched (send, recv), not one that posts and returns.
     Returns the call's index among the rank's calls."""
-def record_guess() -> bool:
-    """Whether this run may take a collective's result as guessed (a
-    broadcast's source traced before it in this pass, an all-reduce of
-    concrete values as if every rank sent this one's), recording that it
-    does: the tracing passes confirm it or trace again without guessing."""
+def record_guess(group: list[int], sequence: int) -> bool:
+    """Whether this run may take the result of the call (group, sequence) as
+    guessed (a broadcast's source traced before it in this pass, an
+    all-reduce of concrete values as if every rank sent this one's),
+    recording that it does: the tracing passes confirm it (the next pass
+    has it known) or trace again without guessing that call."""
 def record_wait(index: int) -> None:
     """The first wait() on the Work of the isend or irecv recorded at `index`."""
 def known_collective(group: Sequence[int], sequence: int, message: bool = False
@@ -154,6 +155,8 @@ def extension_call(handle: int, function: str, args: Sequence[ExtensionArgument]
     each returned tensor is (-1: a new tensor), number what a function that
     returns an int, float or bool returned (else None)."""
 def record_output(*, path: str, node: int, shape: Sequence[int], dtype: str,
-                  elements: Sequence[Number], role: str, subject: str) -> None:
+                  elements: Sequence[Number], role: str, subject: str,
+                  owned: Sequence[int] | None = None) -> None:
     """An entry output ("forward"), a parameter's gradient ("param-grad") or
-    an input's ("input-grad")."""
+    an input's ("input-grad"); `owned`: the flat element ranges this rank
+    answers for, as start, end, start, end, ... (None: every element)."""

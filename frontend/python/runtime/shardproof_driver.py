@@ -277,10 +277,14 @@ def _name_inputs(inputs):
                     _sp.rename(term, f"input{k}{_index(t._a.shape, i)}")
 
 
-def _record(t, path, role="forward", subject=""):
+def _record(t, path, role="forward", subject="", owned=None):
+    """Records an output; `owned`: the flat (start, end) element ranges this
+    rank answers for (a distributed optimizer's shard of a gradient), None
+    for every element."""
+    extra = {} if owned is None else {"owned": [int(b) for r in owned for b in r]}
     _sp.record_output(path=path, node=t._node if t._node is not None else 0,
                       shape=t._a.shape, dtype=t.dtype.name,
-                      elements=t._a.ravel().tolist(), role=role, subject=subject)
+                      elements=t._a.ravel().tolist(), role=role, subject=subject, **extra)
 
 
 def _tensors(out, path="out"):
@@ -336,7 +340,8 @@ def _backward(out, entry, inputs, site):
     for name, p in entry.parameters():
         grad = _kept_gradient(p, entry)
         if grad is not None:
-            _record(grad, f"grad({name})", "param-grad", name)
+            _record(grad, f"grad({name})", "param-grad", name,
+                    getattr(p, "shardproof_grad_ranges", None))
     for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.grad is not None:
             _record(x.grad, f"grad(input{k})", "input-grad", f"input{k}")

@@ -140,6 +140,54 @@ def custom_backward_summed():
     return _custom_backward_entry(divide=False)
 
 
+def _owned_shards_entry(divide=True, claim=lambda rank, ranges: ranges):
+    """A distributed optimizer's gradients: every parameter's gradient is
+    flattened into one buffer, reduce-scattered, and each rank holds the
+    reduced (averaged) gradient only in its shard of the buffer; main_grad
+    views the buffer, and each parameter carries the flat ranges of it this
+    rank owns (shardproof_grad_ranges). The rest of a rank's main_grad is
+    its own partial sum, never read."""
+    model = DataParallelLinear()
+
+    def finalize():
+        world, rank = dist.get_world_size(), dist.get_rank()
+        params = list(model.parameters())
+        buffer = torch.cat([p.grad.reshape(-1) for p in params])
+        size = buffer.numel() // world
+        shard = torch.empty(size)
+        dist.reduce_scatter_tensor(shard, buffer)
+        if divide:
+            shard = shard / world
+        buffer[rank * size:(rank + 1) * size] = shard
+        start = 0
+        for p in params:
+            end = start + p.numel()
+            p.main_grad = buffer[start:end].view(p.shape)
+            p.grad = None
+            first, last = max(start, rank * size), min(end, (rank + 1) * size)
+            ranges = [(first - start, last - start)] if first < last else []
+            p.shardproof_grad_ranges = claim(rank, ranges)
+            start = end
+    return {"model": model, "inputs": (torch.randn(4, 2),),
+            "loss": lambda out: out.sum() / out.shape[0],
+            "finalize_grads": finalize}
+
+
+def owned_shards_averaged():
+    return _owned_shards_entry()
+
+
+def owned_shards_summed():
+    """The shard is summed over the replicas where the loss is a mean."""
+    return _owned_shards_entry(divide=False)
+
+
+def owned_shards_leave_a_gap():
+    """Rank 1 claims none of its shard: the elements it holds are checked by
+    no rank."""
+    return _owned_shards_entry(claim=lambda rank, ranges: ranges if rank == 0 else [])
+
+
 def gradient_moved_out_of_sight():
     """The gradients go into a buffer of the framework's own and .grad is
     None: nothing is left to compare, which is never "proved"."""

@@ -446,7 +446,7 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
         elif values is None:
             values = sent
     elif values is None and kind == "all_reduce":
-        values = _all_reduce_guess(op, len(ranks), inputs)
+        values = _all_reduce_guess(op, ranks, seq, inputs)
     if values is None:
         values = np.asarray(outputs, dtype=object)
     node = record(values.reshape(out_shape if count else (0,)), dtype, kind, "collective",
@@ -488,20 +488,20 @@ def _broadcast_this_pass(ranks, seq, root, inputs):
             _sent_this_pass[key] = np.array(inputs)
         return None
     sent = _sent_this_pass.get(key)
-    if sent is None or sent.shape != inputs.shape or not _sp.record_guess():
+    if sent is None or sent.shape != inputs.shape or not _sp.record_guess(ranks, seq):
         return None
     return _as_inputs(sent, inputs)
 
 
-def _all_reduce_guess(op, size, inputs):
+def _all_reduce_guess(op, ranks, seq, inputs):
     """An all-reduce of concrete values (flags, counts: Megatron's rerun
     state machine all-reduces whether any rank wants to stop) guessed as if
     every rank sent this one's; the next pass confirms or corrects it."""
     if inputs.size == 0 or not _concrete(inputs) or op not in ("sum", "max", "min") \
-            or not _sp.record_guess():
+            or not _sp.record_guess(ranks, seq):
         return None
     numbers = np.asarray([float(v) for v in inputs])
-    return _as_inputs(numbers * size if op == "sum" else numbers, inputs)
+    return _as_inputs(numbers * len(ranks) if op == "sum" else numbers, inputs)
 
 
 def _as_inputs(values, inputs):
