@@ -202,6 +202,12 @@ bool elementwise(ir::CollectiveKind kind) {
 bool same_payload(const ir::Collective &a, const ir::Collective &b) {
   if (a.dtype != b.dtype)
     return false;
+  // A message moves its elements in flat order, as many as the receive
+  // buffer holds, whatever shape each side views them in (gloo and NCCL
+  // count elements: nanotron receives into a flat buffer it then views at
+  // the sent shape).
+  if (a.kind == ir::CollectiveKind::SendRecv && b.kind == a.kind)
+    return ir::element_count(a.input_shape) == ir::element_count(b.input_shape);
   if (elementwise(a.kind) && a.kind == b.kind)
     return squeezed(a.input_shape) == squeezed(b.input_shape);
   // Only a scatter's root sends: the members agree on what each receives.

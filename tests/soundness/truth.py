@@ -208,7 +208,7 @@ def barrier(group=None, async_op=False, device_ids=None):
 # sends and receives of a pair of ranks matched in the order posted (as
 # shardproof links them). A send and a receive that wait for each other
 # crosswise (two stages each sending first) are a deadlock, as on gloo; a
-# receive buffer of another shape or dtype, a message that never comes, or
+# receive buffer of another size or dtype, a message that never comes, or
 # one posted and never received by the end of the run is a hang (shardproof's
 # SP003).
 class _Message:
@@ -244,12 +244,15 @@ def _post(tensor, src, dst, sending):
             return mine
         peer = other.pop(0)
     send, receive = (mine, peer) if sending else (peer, mine)
-    if send.tensor.shape != receive.tensor.shape or send.tensor.dtype != receive.tensor.dtype:
+    # gloo moves as many elements as the buffers hold, whatever their shapes
+    # (a [3, 4] tensor into a [12] buffer arrives in flat order).
+    if send.tensor.numel() != receive.tensor.numel() or \
+            send.tensor.dtype != receive.tensor.dtype:
         send.error = receive.error = (
             f"rank {dst} receives {tuple(send.tensor.shape)} {send.tensor.dtype} from rank "
             f"{src} into a {tuple(receive.tensor.shape)} {receive.tensor.dtype} buffer")
     else:
-        _write(receive.tensor, send.tensor)
+        _write(receive.tensor, send.tensor.reshape(receive.tensor.shape))
     send.done.set()
     receive.done.set()
     return mine

@@ -156,6 +156,8 @@ def relabel(t, op, category, inputs):
     """Records a composite's result under the composite's name (linear,
     softmax, ...) while keeping the autograd graph of its parts."""
     out = record(t._a, t.dtype, op, category, inputs)
+    if t._row_major_result:  # the same values, laid out as the composite's part made them
+        out._row_major_result = True
     out.requires_grad, out.grad_fn = t.requires_grad, t.grad_fn
     if t.grad_fn is not None:
         t.grad_fn.name = op  # its gradient is reported as the composite's
@@ -229,6 +231,8 @@ def fresh(shape, dtype, what, register=True, index=None, uninitialised=False):
     make = _sp.uninitialised if uninitialised else _sp.var
     flat = [make(f"{what}#{index}{_index_str(shape, i)}", origin)
             for i in range(math.prod(shape))]
+    if uninitialised:
+        _tracing.state.uninitialised_elements.update(term.id for term in flat)
     array = np.empty(len(flat), dtype=object)
     array[:] = flat
     array = array.reshape(shape)
@@ -786,6 +790,9 @@ class Tensor(metaclass=_TensorType):
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return self.dtype.is_complex
 
     def data_ptr(self):
         return id(self._a.base if self._a.base is not None else self._a)
@@ -1615,11 +1622,12 @@ class Tensor(metaclass=_TensorType):
                 weakref.ref(out)
         return out
 
-    def view(self, *shape):
+    def view(self, *shape, dtype=None):
+        if dtype is not None and not shape:
+            shape = (dtype,)
         if len(shape) == 1 and isinstance(shape[0], _dtypes.dtype):
             if shape[0] is not self.dtype:
-                _tracing.unmodelled(f"view({shape[0]}) of a {self.dtype} tensor "
-                                    "(a reinterpretation of its bits)")
+                return self._view_uninitialised_as(shape[0])
             return self._view("view", lambda a: a)
         shape = _shape_args(shape)
         out = self._view("view", lambda a: a.reshape(shape))
@@ -1628,6 +1636,68 @@ class Tensor(metaclass=_TensorType):
                                "and stride (at least one dimension spans across two "
                                "contiguous subspaces). Use .reshape(...) instead.")
         return out
+
+    def _view_uninitialised_as(self, dtype):
+        """`view(dtype)` of another element size, where it reinterprets
+        memory nothing wrote (nanotron's receive buffer: `torch.empty(n,
+        dtype=torch.int8).view(dtype=torch.float32)`): memory nothing wrote,
+        any value at all, read as other elements is still any value at all,
+        so the view is new uninitialised memory of its shape. A write
+        through one of the two is not seen through the other, whose
+        elements stay any value at all: a proof covers what the bytes would
+        be. Bits of values are not modelled."""
+        elements = np.ravel(self._a)
+        if self.__dict__.get("_base") is not None or self.ndim == 0 or \
+                self._known_strides() != _contiguous_strides(self._a.shape) or \
+                not all(isinstance(t, _sp.Term) and
+                        t.id in _tracing.state.uninitialised_elements for t in elements):
+            _tracing.unmodelled(f"view({dtype}) of a {self.dtype} tensor "
+                                "(a reinterpretation of its bits)")
+        old, new = self.dtype.itemsize, dtype.itemsize
+        if (self.shape[-1] * old) % new:
+            raise RuntimeError("self.size(-1) must be divisible by "
+                               f"{new // old} to view {self.dtype} as {dtype} "
+                               "(different element sizes)")
+        shape = tuple(self.shape[:-1]) + (self.shape[-1] * old // new,)
+        out = fresh(shape, dtype, "view_dtype", register=False, uninitialised=True)
+        out._row_major_result = True
+        return out
+
+    def untyped_storage(self):
+        return UntypedStorage(self)
+
+    def storage_offset(self):
+        """Elements between the start of the storage and the first
+        element: 0 for a tensor that is not a view; a view's from where
+        numpy's view of its base starts."""
+        base = self.__dict__.get("_base")
+        if base is None:
+            return 0
+        if self._known_strides() is None or base._known_strides() is None:
+            _tracing.unmodelled("Tensor.storage_offset() of a view the stand-in does not "
+                                "lay out as PyTorch")
+        a, b = _storage_array(self), _storage_array(base)
+        start = a.__array_interface__["data"][0] - b.__array_interface__["data"][0]
+        return start // b.itemsize
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """Only the row-major layout of `size` over a row-major tensor's
+        own storage (nanotron's receive buffer: its contiguous view at the
+        sent shape): a view of those elements. Any other layout is not
+        modelled."""
+        size = tuple(builtins.int(n) for n in size)
+        stride = tuple(builtins.int(n) for n in stride)
+        offset = self.storage_offset() if storage_offset is None else builtins.int(storage_offset)
+        n = math.prod(size)
+        if self.__dict__.get("_base") is not None or \
+                self._known_strides() != _contiguous_strides(self._a.shape) or \
+                not _same_layout(size, stride, _contiguous_strides(size)) or \
+                offset < 0 or offset + n > self.numel():
+            _tracing.unmodelled(f"Tensor.as_strided(size={list(size)}, stride={list(stride)}, "
+                                f"storage_offset={offset}) of a tensor of shape "
+                                f"{list(self.shape)} (only its row-major layout over a "
+                                "row-major tensor's own storage is modelled)")
+        return self.reshape(-1)[offset:offset + n].view(size)
 
     def reshape(self, *shape):
         shape = _shape_args(shape)
@@ -2543,3 +2613,29 @@ def split(tensor, split_size_or_sections, dim=0):  # torch.split's parameter nam
 def chunk(input, chunks, dim=0):
     n = input._a.shape[_dim(dim, input.ndim)]
     return split(input, -(-n // chunks), dim)
+
+
+class UntypedStorage:
+    """`Tensor.untyped_storage()`: its size in bytes and the device are
+    modelled; reading or building tensors from the bytes is not."""
+
+    def __init__(self, tensor):
+        base = tensor.__dict__.get("_base")
+        self._root = tensor if base is None else base
+        self.device = tensor.device
+
+    def size(self):
+        return self._root.numel() * self._root.dtype.itemsize
+
+    nbytes = size
+
+    def element_size(self):
+        return 1
+
+    def __len__(self):
+        return self.size()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _tracing.unmodelled(f"UntypedStorage.{name}")

@@ -25,6 +25,7 @@ class State:
         self.param_counter = 0
         self.building = False  # inside the entry: the model is being built
         self.entry_elements = {}  # term id -> (input, its shape, flat index): the entry's inputs
+        self.uninitialised_elements = set()  # term ids of memory nothing wrote
         self.module_boundaries = False  # the model's forward: record module calls
         self.gaps = []  # (what, file, line) of every Unsupported raised
         self.per_run = {}  # other stand-in modules' state of one run (global module hooks)
@@ -40,6 +41,7 @@ def reset(root):
     state.param_counter = 0
     state.building = False
     state.entry_elements = {}
+    state.uninitialised_elements = set()
     state.module_boundaries = False
     state.gaps = []
     state.rng = None  # torch/random.py: every run starts from unseeded generators

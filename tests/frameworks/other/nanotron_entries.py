@@ -94,3 +94,96 @@ def embedding():
                                     mode=_mode("ALL_REDUCE"))
     ids = torch.tensor([[0, 3, 5], [7, 2, 4]])
     return {"model": layer, "inputs": (ids,), "tensor_parallel_group": ctx.tp_pg}
+
+
+class _Layer(nn.Module):
+    """A pipeline block's module: nanotron's blocks take and return dicts
+    of named tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return {"x": torch.tanh(self.linear(x))}
+
+
+class _Loss(nn.Module):
+    def forward(self, x):
+        return {"loss": (x * x).sum()}
+
+
+class _PipelineModel(nn.Module):
+    """Layers in nanotron PipelineBlocks, layer i on pipeline rank
+    i * pp // layers (every block on rank 0 at one stage), and a loss block
+    on the last stage, as nanotron's models assign their blocks."""
+
+    def __init__(self, p2p, pp, layers=2):
+        super().__init__()
+        from nanotron.parallel.pipeline_parallel.block import PipelineBlock
+
+        self.blocks = nn.ModuleList(
+            PipelineBlock(p2p=p2p, module_builder=_Layer, module_kwargs={},
+                          module_input_keys={"x"}, module_output_keys={"x"})
+            for _ in range(layers))
+        self.loss = PipelineBlock(p2p=p2p, module_builder=_Loss, module_kwargs={},
+                                  module_input_keys={"x"}, module_output_keys={"loss"})
+        for i, block in enumerate(self.blocks):
+            block.build_and_set_rank(i * pp // layers)
+        self.loss.build_and_set_rank(pp - 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x=x)["x"]
+        return self.loss(x=x)["loss"]
+
+
+class _EngineStep(nn.Module):
+    """One train_batch_iter of a nanotron pipeline engine over the
+    micro-batches of x (given on the first stage, TensorPointers to it on
+    the others, as nanotron's data loader gives them); returns the summed
+    micro-batch losses the engine outputs on the last stage, broadcast from
+    there as a user's report of the loss would be."""
+
+    def __init__(self, model, engine, pg, micro_batches):
+        super().__init__()
+        self.model, self.engine, self.pg, self.micro_batches = model, engine, pg, micro_batches
+
+    def forward(self, x):
+        from nanotron.parallel.pipeline_parallel.tensor_pointer import TensorPointer
+
+        first = dist.get_rank(self.pg) == 0
+        batch = [{"x": chunk if first else TensorPointer(group_rank=0)}
+                 for chunk in x.chunk(self.micro_batches)]
+        outputs = self.engine.train_batch_iter(self.model, pg=self.pg, batch=batch,
+                                               nb_microbatches=self.micro_batches,
+                                               grad_accumulator=None)
+        last = dist.get_rank(self.pg) == self.pg.size() - 1
+        loss = sum(o["loss"] for o in outputs) if last else torch.zeros(())
+        loss = loss.reshape(1).clone()
+        dist.broadcast(loss, src=dist.get_global_rank(self.pg, self.pg.size() - 1),
+                       group=self.pg)
+        return loss
+
+
+def _pipeline(engine_name, micro_batches=2):
+    # The same at every world (the loss is each micro-batch's over their
+    # count); nanotron's 1F1B asserts at least pp - 1 of them.
+    world = dist.get_world_size()
+    ctx = _context(tp=1, pp=world)
+    from nanotron.parallel.pipeline_parallel import engine
+    from nanotron.parallel.pipeline_parallel.p2p import P2P
+
+    p2p = P2P(ctx.pp_pg, device=torch.device("cuda"))
+    model = _PipelineModel(p2p, ctx.pp_pg.size())
+    step = _EngineStep(model, getattr(engine, engine_name)(), ctx.pp_pg, micro_batches)
+    x = torch.randn(4, 4)
+    return {"model": step, "inputs": (x,)}
+
+
+def pipeline_afab():
+    return _pipeline("AllForwardAllBackwardPipelineEngine")
+
+
+def pipeline_1f1b():
+    return _pipeline("OneForwardOneBackwardPipelineEngine")

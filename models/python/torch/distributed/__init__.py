@@ -1183,3 +1183,31 @@ __all__ = ["all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_t
            "barrier", "monitored_barrier", "init_process_group",
            "destroy_process_group", "is_initialized", "is_available", "get_backend",
            "Backend", "ProcessGroup", "Work", "Tensor"]
+
+
+def __getattr__(name):
+    """A torch.distributed name that normal lookup did not find (see
+    _tracing.unknown_attribute)."""
+    from .._real_surface import NAMES
+    return _tracing.unknown_attribute("torch.distributed", name, NAMES["torch.distributed"])
+
+
+def _star_names():
+    """`from torch.distributed import *` binds every public name real
+    torch.distributed has (it defines no __all__): ours where modelled, an
+    import-time placeholder (unknown_attribute) where not. The standard
+    library's names it re-exports (os, sys, Enum, typing's) are left out:
+    their importer has its own."""
+    import enum
+    import typing
+    from .._real_surface import NAMES
+    stdlib = {"os", "sys"} | set(dir(enum)) | set(dir(typing))
+    # Real torch.distributed's modules (its subpackages, torch itself): an
+    # importer names them by their own imports, never by this star.
+    modules = {"torch", "algorithms", "autograd", "constants", "device_mesh",
+               "distributed_c10d", "remote_device", "rpc", "tensor", "utils", "nn"}
+    return sorted(set(__all__) | {n for n in NAMES["torch.distributed"]
+                                  if not n.startswith("_") and n not in stdlib | modules})
+
+
+__all__ = _star_names()
