@@ -437,7 +437,7 @@ def _issue(kind, op, g, parents, inputs, out_shape, dtype, root=-1, splits=None,
     values = _known_result(ranks, seq, inputs, outputs if kind == "send_recv" else None) \
         if count else None
     if kind == "broadcast" and count:
-        sent = _broadcast_this_pass(ranks, seq, root, inputs)
+        sent = _broadcast_this_pass(ranks, seq, root, inputs, guess=values is None)
         if world.rank == root:
             # The source keeps what it sends. (Given its result as known, a
             # source that computes with it records those terms as its own
@@ -481,13 +481,15 @@ def _concrete(values):
     return values.dtype != object or all(getattr(v, "is_const", False) for v in values)
 
 
-def _broadcast_this_pass(ranks, seq, root, inputs):
+def _broadcast_this_pass(ranks, seq, root, inputs, guess):
+    """What the source sent, on a receiver that may `guess` it (its result
+    not known from an earlier pass); the source records what it sends."""
     key = (world.size, ranks, seq)
     if world.rank == root:
         if _concrete(inputs):
             _sent_this_pass[key] = np.array(inputs)
         return None
-    sent = _sent_this_pass.get(key)
+    sent = _sent_this_pass.get(key) if guess else None
     if sent is None or sent.shape != inputs.shape or not _sp.record_guess(ranks, seq):
         return None
     return _as_inputs(sent, inputs)
