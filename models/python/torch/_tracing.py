@@ -208,93 +208,6 @@ def _import_time_use():
     return code.co_filename, frame.f_lineno
 
 
-class ImportTimeName:
-    """A torch name the stand-in does not model, taken while a module was
-    imported. Importing, annotating with it, decorating with it and naming
-    it in a class body do nothing; whatever uses it while the model is
-    traced (a call, a value of it reaching a tensor or a decision, a class
-    made from it, a function it decorated being called) stops the trace
-    with "could not prove", naming it and the line that took it."""
-
-    def __init__(self, name, where):
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_where", where)
-
-    def _stop(self, how):
-        unmodelled(f"{self._name} ({how}; the name was taken at {self._where} "
-                   "while its module was imported)")
-
-    @property
-    def _shardproof_term(self):
-        self._stop("a value of it reached a tensor")
-
-    def __getattr__(self, attr):
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        return ImportTimeName(f"{self._name}.{attr}", self._where)
-
-    def __setattr__(self, attr, value):
-        self._stop(f"setting .{attr}")
-
-    def __call__(self, *args, **kwargs):
-        import functools
-        import types
-        if len(args) == 1 and not kwargs and isinstance(args[0], types.FunctionType):
-            fn, name = args[0], self._name
-
-            @functools.wraps(fn)
-            def decorated(*a, **k):
-                ImportTimeName(name, self._where)._stop(f"decorating {fn.__qualname__}, "
-                                                        "which was called")
-            return decorated
-        if not _running_import():
-            self._stop("called")
-        return ImportTimeName(f"{self._name}(...)", self._where)
-
-    def __mro_entries__(self, bases):
-        placeholder = self
-
-        class _Unmodelled:
-            def __init__(self, *args, **kwargs):
-                placeholder._stop(f"{type(self).__name__}, a class derived from it, "
-                                  "was instantiated")
-        return (_Unmodelled,)
-
-    def __getitem__(self, key):  # a generic in an annotation: Foo[int]
-        return ImportTimeName(f"{self._name}[...]", self._where)
-
-    def __or__(self, other):  # a union in an annotation: Foo | None
-        return ImportTimeName(f"{self._name} | ...", self._where)
-
-    __ror__ = __or__
-
-    def __repr__(self):
-        return f"<unmodelled {self._name} taken at {self._where}>"
-
-    def __eq__(self, other):
-        return self is other
-
-    __hash__ = object.__hash__
-
-    def _used(self, *args, **kwargs):
-        self._stop("used as a value")
-
-    __bool__ = __index__ = __int__ = __float__ = __iter__ = __len__ = _used
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _used
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = _used
-    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __pos__ = _used
-    __instancecheck__ = __subclasscheck__ = __enter__ = __exit__ = _used
-
-
-def _running_import():
-    """Whether the innermost frame that is not ours runs a module's or a
-    class body's code (an import), not a function's."""
-    frame = sys._getframe(2)
-    while frame is not None and _is_runtime(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame is not None and not frame.f_code.co_flags & 0x1  # CO_OPTIMIZED
-
-
 # Python's TypeError for a call its callee's signature does not take; the
 # callee is named by its code's qualified name (Python 3.11: co_qualname).
 _SIGNATURE_ERROR = re.compile(
@@ -417,3 +330,94 @@ def handled_at(filename, line, names):
     """Whether `line` of `filename` lies in a `try` whose handlers catch an
     exception named in `names` (the code has a path for when it is raised)."""
     return any(a <= line <= b for a, b in _guarded_lines(filename, frozenset(names)))
+
+
+class ImportTimeName:
+    """A torch name the stand-in does not model, taken while a module was
+    imported. Importing, annotating with it, decorating with it and naming
+    it in a class body do nothing; whatever uses it while the model is
+    traced (a call, a value of it reaching a tensor or a decision, a class
+    made from it, a function it decorated being called) stops the trace
+    with "could not prove", naming it and the line that took it."""
+
+    def __init__(self, name, where):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_where", where)
+
+    def _stop(self, how):
+        unmodelled(f"{self._name} ({how}; the name was taken at {self._where} "
+                   "while its module was imported)")
+
+    @property
+    def _shardproof_term(self):
+        self._stop("a value of it reached a tensor")
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return ImportTimeName(f"{self._name}.{attr}", self._where)
+
+    @no_effect(value="setting any attribute of it stops the trace")
+    def __setattr__(self, attr, value):
+        self._stop(f"setting .{attr}")
+
+    def __call__(self, *args, **kwargs):
+        import functools
+        import types
+        if len(args) == 1 and not kwargs and isinstance(args[0], types.FunctionType):
+            fn, name = args[0], self._name
+
+            @functools.wraps(fn)
+            def decorated(*a, **k):
+                ImportTimeName(name, self._where)._stop(f"decorating {fn.__qualname__}, "
+                                                        "which was called")
+            return decorated
+        if not _running_import():
+            self._stop("called")
+        return ImportTimeName(f"{self._name}(...)", self._where)
+
+    @no_effect(bases="a class derived from it stops the trace when instantiated")
+    def __mro_entries__(self, bases):
+        placeholder = self
+
+        class _Unmodelled:
+            def __init__(self, *args, **kwargs):
+                placeholder._stop(f"{type(self).__name__}, a class derived from it, "
+                                  "was instantiated")
+        return (_Unmodelled,)
+
+    @no_effect(key="a generic in an annotation (Foo[int]): a placeholder too")
+    def __getitem__(self, key):
+        return ImportTimeName(f"{self._name}[...]", self._where)
+
+    @no_effect(other="a union in an annotation (Foo | None): a placeholder too")
+    def __or__(self, other):
+        return ImportTimeName(f"{self._name} | ...", self._where)
+
+    __ror__ = __or__
+
+    def __repr__(self):
+        return f"<unmodelled {self._name} taken at {self._where}>"
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def _used(self, *args, **kwargs):
+        self._stop("used as a value")
+
+    __bool__ = __index__ = __int__ = __float__ = __iter__ = __len__ = _used
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _used
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = _used
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = __pos__ = _used
+    __instancecheck__ = __subclasscheck__ = __enter__ = __exit__ = _used
+
+
+def _running_import():
+    """Whether the innermost frame that is not ours runs a module's or a
+    class body's code (an import), not a function's."""
+    frame = sys._getframe(2)
+    while frame is not None and _is_runtime(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and not frame.f_code.co_flags & 0x1  # CO_OPTIMIZED

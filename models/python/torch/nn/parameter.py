@@ -17,6 +17,8 @@ class Parameter(Tensor):
         self._make(data, requires_grad)
         return self
 
+    @_tracing.no_effect(args="taken by __new__", kwargs="taken by __new__",
+                        function="PyTorch's Parameter is made by __new__")
     def __init__(self, *args, **kwargs):
         pass
 
