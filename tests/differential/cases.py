@@ -1080,6 +1080,23 @@ def _strides(x):
     return x.sum() * 0 + torch.tensor(flat, dtype=x.dtype)
 
 
+def _storage_layout(x, w):
+    """Storage offsets of views, a linear's layout (row-major whatever its
+    weight's transpose), a receive buffer of bytes viewed as floats (its
+    shape), as_strided at a row-major layout (differentiable), is_complex:
+    what nanotron's point-to-point protocol reads."""
+    y = x.reshape(2, 3, 4)
+    numbers = [y[1].storage_offset(), y[:, 1:].storage_offset(),
+               y.narrow(2, 1, 2).storage_offset(), y.storage_offset(),
+               y.chunk(2, dim=2)[1].storage_offset(), *F.linear(y, w).stride(),
+               *torch.empty(48, dtype=torch.int8).view(dtype=torch.float32).shape,
+               *torch.empty(2, 8, dtype=torch.int8).view(torch.float64).shape,
+               float(x.is_complex())]
+    strided = (x * 2).as_strided((4, 6), (6, 1)) + x.clone().as_strided(
+        size=(2, 5), stride=(5, 1), storage_offset=3).sum()
+    return torch.cat([strided.reshape(-1), torch.tensor(numbers, dtype=x.dtype)])
+
+
 def _layer_norm_reset(x, w):
     norm = torch.nn.LayerNorm(3).double()
     with torch.no_grad():
@@ -1131,6 +1148,7 @@ CASES.update({
     "logsigmoid": ([(5,)], lambda x: F.logsigmoid(x) + torch.nn.LogSigmoid()(x * 2)
                    + F.logsigmoid(input=x) * 3),
     "strides": ([(24,)], _strides),
+    "storage_layout": ([(24,), (5, 4)], _storage_layout),
     "stride_dim_out_of_range_raises": ([(2, 3)], lambda x: x * x.stride(2)),
     "layer_norm_reset_parameters": ([(2, 3), (3,)], _layer_norm_reset),
     "linear_forward_by_keyword": ([(2, 3), (2, 3), (2,)], _linear_forward_by_keyword),
