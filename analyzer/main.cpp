@@ -89,6 +89,20 @@ std::vector<analyzer::Target> launch_rows(const std::string &root,
   return rows;
 }
 
+// Whether a scan of the tree runs its launch configurations (it ships some)
+// rather than the recipes; says so on stderr when it ships none.
+bool ships_launches(const std::string &root, const std::string &framework) {
+  try {
+    if (!frontend::launch_files(root, framework).empty())
+      return true;
+    std::cerr << "shardproof: " << root
+              << " ships no launch configurations: scanning the recipes\n";
+  } catch (const std::exception &e) {
+    std::cerr << "shardproof: " << e.what() << ": scanning the recipes\n";
+  }
+  return false;
+}
+
 // --format, for each command that reports.
 void add_format_option(CLI::App &command, std::string &format) {
   command.add_option("--format", format, "text or json")
@@ -223,11 +237,16 @@ int main(int argc, char **argv) {
                    "a model option of the recipe, NAME=VALUE (with --framework; "
                    "`scan ROOT --list` shows each recipe's)")
       ->type_name("NAME=VALUE");
-  bool scan_launches = false;
+  bool scan_launches = false, scan_recipes = false;
   scan->add_flag("--launches", scan_launches,
                  "run the launch configurations the tree ships (Megatron's "
-                 "functional-test model_config.yaml files, docs/launch.md) instead of "
-                 "the recipes: one row per configuration");
+                 "functional-test model_config.yaml files, docs/launch.md), one row per "
+                 "configuration: the default where the tree ships any");
+  scan->add_flag("--recipes", scan_recipes,
+                 "run the recipes (components at their layouts, docs/coverage.md) "
+                 "instead of the tree's launch configurations: the default where it "
+                 "ships none")
+      ->excludes("--launches");
   std::vector<std::string> launch_matches;
   scan->add_option("--match", launch_matches,
                    "with --launches: only the configurations whose path contains one "
@@ -332,6 +351,8 @@ int main(int argc, char **argv) {
     }
     request.root = targets[0];
     try {
+      if (*scan && !scan_launches && !scan_recipes)
+        scan_launches = ships_launches(request.root, request.framework);
       if (*scan && scan_launches)
         runs = launch_rows(request.root, request.framework, launch_matches, failed_plans);
       else if (*scan)

@@ -507,6 +507,13 @@ def _sizes(config, path, function):
     return pp, sizes.get("ep_size", 1)
 
 
+def configurations(root):
+    """The launch configurations the tree ships: none. A DeepSpeed config
+    is the user's own, with their model (check TREE --launch CONFIG --entry
+    MODEL.py::FUNC); a scan of the tree runs the recipes."""
+    return []
+
+
 def plan(launch_file, world, model_entry):
     """The layout, world and report line of a launch (the C++ seam)."""
     config = Config(launch_file)

@@ -86,7 +86,7 @@ TEST(MegatronScan, EveryRowIsProvedAbsentOrAKnownUpstreamBug) {
                     "Megatron-LM checkout to run this";
   std::string tree = std::filesystem::canonical(root).string();
   nlohmann::json bugs = upstream_bugs()["bug"];
-  auto r = run_cli({"scan", tree, "--format", "json"});
+  auto r = run_cli({"scan", tree, "--recipes", "--format", "json"});
   auto doc = nlohmann::json::parse(r.out);
   ASSERT_FALSE(doc["targets"].empty());
   for (const auto &t : doc["targets"]) {
