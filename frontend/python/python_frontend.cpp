@@ -295,7 +295,13 @@ std::vector<ir::Trace> trace_ranks(terms::TermStore &store, const ir::Trace &ref
     if (settled)
       return ranks; // every rank finished with the results its calls link to,
                     // or a failure that learning more cannot change
-    if (pass == max_passes) {
+    // Past them, a pass that only learned results no pass knew before made
+    // progress (nanotron's P2P sends each tensor's metadata, then its data:
+    // every message tells the size of the next), and the passes go on, up to
+    // four times as many.
+    if (pass >= max_passes && learned.fresh && !changed && pass < 4 * max_passes)
+      continue;
+    if (pass >= max_passes) {
       if (changed)
         failure = TraceFailure{
             TraceFailure::Kind::Unsupported, changed->loc,

@@ -296,9 +296,18 @@ def _as_tensor(g, like, node, parents):
     Tensor = _tensor_type()
     if g is None or isinstance(g, Tensor):
         return g
-    from ._tensor import record
-    return record(np.asarray(g, dtype=object).reshape(like.shape), like.dtype,
-                  "grad:" + node.name, "elementwise", parents, loc=node.loc)
+    from ._tensor import record, _row_major
+    out = record(np.asarray(g, dtype=object).reshape(like.shape), like.dtype,
+                 "grad:" + node.name, "elementwise", parents, loc=node.loc)
+    if node.name in _FRESH_GRADIENTS and _row_major(like):
+        # PyTorch's matmul backward computes each input's gradient by a new
+        # mm laid out as that input (FunctionsManual's mm_mat1_backward and
+        # mm_mat2_backward): row-major for a row-major input.
+        out._row_major_result = True
+    return out
+
+
+_FRESH_GRADIENTS = frozenset(("matmul", "linear", "mm", "bmm"))
 
 
 def backward(root, gradient, retain_graph=False, inputs=None):

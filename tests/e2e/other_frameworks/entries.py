@@ -35,3 +35,9 @@ def raw_storage_messages():
     from minitron import pipeline
 
     return pipeline.TwoStages(), (torch.randn(3, 4),)
+
+
+def header_chain():
+    from minitron import pipeline
+
+    return pipeline.SizeChain(), (torch.randn(3),)

@@ -145,9 +145,10 @@ class _EngineStep(nn.Module):
     micro-batch losses the engine outputs on the last stage, broadcast from
     there as a user's report of the loss would be."""
 
-    def __init__(self, model, engine, pg, micro_batches):
+    def __init__(self, model, engine, pg, micro_batches, told=None):
         super().__init__()
         self.model, self.engine, self.pg, self.micro_batches = model, engine, pg, micro_batches
+        self.told = micro_batches if told is None else told  # nb_microbatches the engine is given
 
     def forward(self, x):
         from nanotron.parallel.pipeline_parallel.tensor_pointer import TensorPointer
@@ -156,7 +157,7 @@ class _EngineStep(nn.Module):
         batch = [{"x": chunk if first else TensorPointer(group_rank=0)}
                  for chunk in x.chunk(self.micro_batches)]
         outputs = self.engine.train_batch_iter(self.model, pg=self.pg, batch=batch,
-                                               nb_microbatches=self.micro_batches,
+                                               nb_microbatches=self.told,
                                                grad_accumulator=None)
         last = dist.get_rank(self.pg) == self.pg.size() - 1
         loss = sum(o["loss"] for o in outputs) if last else torch.zeros(())
@@ -166,7 +167,7 @@ class _EngineStep(nn.Module):
         return loss
 
 
-def _pipeline(engine_name, micro_batches=2):
+def _pipeline(engine_name, micro_batches=2, told=None):
     # The same at every world (the loss is each micro-batch's over their
     # count); nanotron's 1F1B asserts at least pp - 1 of them.
     world = dist.get_world_size()
@@ -176,7 +177,7 @@ def _pipeline(engine_name, micro_batches=2):
 
     p2p = P2P(ctx.pp_pg, device=torch.device("cuda"))
     model = _PipelineModel(p2p, ctx.pp_pg.size())
-    step = _EngineStep(model, getattr(engine, engine_name)(), ctx.pp_pg, micro_batches)
+    step = _EngineStep(model, getattr(engine, engine_name)(), ctx.pp_pg, micro_batches, told)
     x = torch.randn(4, 4)
     return {"model": step, "inputs": (x,)}
 
@@ -187,3 +188,10 @@ def pipeline_afab():
 
 def pipeline_1f1b():
     return _pipeline("OneForwardOneBackwardPipelineEngine")
+
+
+def pipeline_afab_count_is_world():
+    """A user's bug, not nanotron's: the engine is told the world size as
+    the number of micro-batches (2 run), so each micro-batch's loss is
+    divided by 2 at world 2 and by 1 in the reference: refuted."""
+    return _pipeline("AllForwardAllBackwardPipelineEngine", told=dist.get_world_size())
