@@ -148,4 +148,120 @@ checkers::Finding inferred_layout_finding(const InferredLayout &layout) {
   return f;
 }
 
+namespace {
+std::size_t unproved_count(const CheckRun &run) {
+  return static_cast<std::size_t>(
+      std::count_if(run.obligations.begin(), run.obligations.end(), [](const auto &o) {
+        return o.verdict.kind != Verdict::Kind::Proved;
+      }));
+}
+
+struct Shard {
+  int dim = 0, stride = 1;
+};
+
+// The (dim, stride) shards of `whole` that `leaf`'s shape fits.
+std::vector<Shard> shards_fitting(const ir::Leaf &leaf, const ir::Shape &whole) {
+  std::vector<Shard> fits;
+  if (leaf.shape.size() != whole.size() || leaf.shard_count < 2)
+    return fits;
+  for (std::size_t d = 0; d < whole.size(); ++d) {
+    bool rest_equal = true;
+    for (std::size_t e = 0; e < whole.size(); ++e)
+      rest_equal = rest_equal && (e == d || leaf.shape[e] == whole[e]);
+    if (!rest_equal || leaf.shape[d] * leaf.shard_count != whole[d])
+      continue;
+    for (std::int64_t stride = 1; stride <= leaf.shape[d]; ++stride)
+      if (leaf.shape[d] % stride == 0)
+        fits.push_back({static_cast<int>(d), static_cast<int>(stride)});
+  }
+  return fits;
+}
+
+std::vector<ir::Trace> with_shard(std::vector<ir::Trace> ranks, const std::string &name,
+                                  Shard shard) {
+  for (auto &trace : ranks)
+    for (auto &leaf : trace.leaves)
+      if (leaf.role == ir::LeafRole::Parameter && leaf.name == name) {
+        leaf.partition_dim = shard.dim;
+        leaf.partition_stride = shard.stride;
+      }
+  return ranks;
+}
+} // namespace
+
+std::optional<BoundByTrace>
+bind_unmatched_parameters(std::vector<ir::Trace> ranks, const ir::Trace &reference,
+                          const CheckRun &first, const RunChecks &run, int max_tries) {
+  if (ranks.empty() || first.refutes())
+    return std::nullopt;
+  // The unmatched parameters, by name, with the shards their shape fits (the
+  // same on every rank that holds them, or the parameter is left alone).
+  std::vector<std::pair<const ir::Leaf *, std::vector<Shard>>> unmatched;
+  std::set<std::string> seen;
+  for (const auto &trace : ranks)
+    for (const auto &leaf : trace.leaves) {
+      // partition_dim -2: made from a part of a whole that is not its shard
+      // (the driver's reading of its initialisation), which no binding fixes.
+      if (leaf.role != ir::LeafRole::Parameter || leaf.partition_dim != -1 ||
+          !seen.insert(leaf.name).second)
+        continue;
+      auto ref = std::find_if(
+          reference.leaves.begin(), reference.leaves.end(),
+          [&](const ir::Leaf &r) { return r.role == leaf.role && r.name == leaf.name; });
+      if (ref == reference.leaves.end() || ref->shape == leaf.shape)
+        continue;
+      auto fits = shards_fitting(leaf, ref->shape);
+      if (!fits.empty())
+        unmatched.push_back({&leaf, std::move(fits)});
+    }
+  if (unmatched.empty())
+    return std::nullopt;
+  BoundByTrace bound{ranks, {}};
+  CheckRun current = first;
+  int tries = 0;
+  for (const auto &[leaf, fits] : unmatched) {
+    std::vector<Shard> consistent;
+    std::optional<CheckRun> chosen;
+    std::size_t best = unproved_count(current);
+    for (const Shard &shard : fits) {
+      if (tries++ >= max_tries)
+        return std::nullopt; // not every choice was tried: nothing is unique
+      CheckRun result = run(with_shard(bound.ranks, leaf->name, shard));
+      if (result.refutes() || unproved_count(result) > best)
+        continue;
+      if (unproved_count(result) < best) {
+        best = unproved_count(result);
+        consistent.clear();
+      }
+      if (best < unproved_count(current)) {
+        consistent.push_back(shard);
+        chosen = std::move(result);
+      }
+    }
+    if (consistent.size() != 1)
+      continue; // none, or not unique: the parameter stays unmatched
+    bound.ranks = with_shard(bound.ranks, leaf->name, consistent[0]);
+    current = std::move(*chosen);
+    checkers::Finding f = checkers::Finding::of(
+        checkers::RuleCode::InferredLayout, leaf->loc,
+        fmt::format(
+            "parameter '{}' carries nothing that says which shard of the "
+            "reference's it holds; {} dim {} with partition_stride {} makes the "
+            "step compute the reference: it is bound so",
+            leaf->name,
+            fits.size() == 1
+                ? std::string("its shape fits one shard, and")
+                : fmt::format("of the {} shards its shape fits, only", fits.size()),
+            consistent[0].dim, consistent[0].stride));
+    f.details.push_back(
+        "a checkpoint converter or an initialisation from a single-device model must "
+        "shard it that way");
+    bound.notes.push_back(std::move(f));
+  }
+  if (bound.notes.empty())
+    return std::nullopt;
+  return bound;
+}
+
 } // namespace shardproof::analyzer

@@ -53,4 +53,20 @@ std::optional<LayoutInference> infer_parameter_layouts(std::vector<ir::Trace> ra
 // The SP011 warning for `layout`.
 checkers::Finding inferred_layout_finding(const InferredLayout &layout);
 
+// A parameter of another shape than the reference's that nothing binds to
+// its shard (no partition_dim, no framework metadata, no slice of a whole
+// the entry made: picotron's zeroed column-parallel bias) is tried at every
+// (dim, stride) its shape fits, on the same traces; where exactly one
+// choice leaves fewer obligations unproved than none and refutes nothing,
+// the parameter is bound so (the unique shard that makes the trace
+// consistent), reported as an SP011 warning. Several such choices, or none,
+// leave it unmatched. At most `max_tries` runs in all.
+struct BoundByTrace {
+  std::vector<ir::Trace> ranks; // the traces with the bindings chosen
+  std::vector<checkers::Finding> notes;
+};
+std::optional<BoundByTrace>
+bind_unmatched_parameters(std::vector<ir::Trace> ranks, const ir::Trace &reference,
+                          const CheckRun &first, const RunChecks &run, int max_tries = 8);
+
 } // namespace shardproof::analyzer

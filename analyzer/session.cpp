@@ -261,6 +261,14 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
   const bool given_terms =
       std::any_of(path.traced.ranks.begin(), path.traced.ranks.end(),
                   [](const ir::Trace &rank) { return rank.given_linked_terms; });
+  if (!given_terms)
+    if (auto bound = bind_unmatched_parameters(path.traced.ranks, path.traced.reference,
+                                               path.checked, run)) {
+      path.traced.ranks = std::move(bound->ranks);
+      path.checked = run(path.traced.ranks);
+      for (auto &note : bound->notes)
+        path.checked.findings.push_back(std::move(note));
+    }
   if (path.checked.refutes() && !given_terms)
     if (auto inferred = infer_parameter_layouts(path.traced.ranks, path.checked, run)) {
       path.checked = std::move(inferred->run);

@@ -59,9 +59,14 @@ constexpr Rule kRules[] = {
     {RuleCode::UnmatchedParameter, "SP004", "unmatched-parameter", Severity::Warning,
      "A rank's parameter has no counterpart in the single-device reference.",
      "Parameters are matched to the reference by qualified name; one whose shape "
-     "differs must carry `partition_dim` (and `partition_stride`) explaining "
-     "which shard of the reference parameter it is. Unmatched parameters stay "
-     "free variables, so any obligation that depends on them cannot be proved."},
+     "differs is the rank's shard of the reference parameter as its "
+     "`partition_dim` (and `partition_stride`) say, else as the framework's "
+     "slice metadata on it says (nanotron's), else as the part of a whole tensor "
+     "it was made from says (picotron's split of a master weight), else the one "
+     "shard its shape fits that makes the step compute the reference "
+     "(SP011). One none of these binds (several shards fit and agree, or its "
+     "initialisation is not the rank's shard) stays free variables, so any "
+     "obligation that depends on it cannot be proved."},
     {RuleCode::WrongScaling, "SP005", "wrong-scaling", Severity::Error,
      "A value equals the reference times a constant on every rank.",
      "The ranks agree with each other but hold the reference multiplied by a "
@@ -139,7 +144,12 @@ constexpr Rule kRules[] = {
      "single-device and the sharded parameters (checkpoint converters, "
      "initialisation from a single-device model) must use that layout. Typical "
      "cause: a SwiGLU fc1 whose gate and up halves are sharded separately, "
-     "without `partition_stride=2` on the weight."},
+     "without `partition_stride=2` on the weight. The same warning names a "
+     "parameter that declares nothing at all (no `partition_dim`, no slice "
+     "metadata, not made from part of a whole: picotron's zeroed "
+     "column-parallel bias) when exactly one of the shards its shape fits makes "
+     "the step compute the reference: it is bound to that one "
+     "(docs/other-frameworks.md)."},
     {RuleCode::KernelMismatch, "SP012", "kernel-mismatch", Severity::Error,
      "A CUDA kernel's output differs from the PyTorch expression it replaces.",
      "A kernel annotated with `// shardproof: launch`, `arg` and `reference` "

@@ -160,6 +160,12 @@ void LinkedProgram::bind_leaves(int rank) {
         {rank, leaf.loc,
          !ref ? fmt::format("rank {}: parameter '{}' has no counterpart in the reference",
                             rank, leaf.name)
+         : leaf.partition_dim == -2
+             ? fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
+                           "reference, and the part of a whole tensor it was made "
+                           "from (its initialisation) is not this rank's shard of it",
+                           rank, leaf.name, ir::shape_str(leaf.shape),
+                           ir::shape_str(ref->shape))
          : leaf.partition_dim >= 0
              ? fmt::format("rank {}: parameter '{}' has shape {} but {} in the "
                            "reference, and its partition_dim does not explain it",

@@ -180,8 +180,10 @@ def _inferred_partition(p, rank, world):
     tensor the entry made whole that it was re-pointed at while built
     (`weight.data = torch.split(master, n, dim)[rank]`). Accepted only where
     those places are exactly shard `rank` of `world` along one dim with one
-    stride, as the checks lay the parameter out; (-1, 1) otherwise (the
-    linker then tries its shape alone, or the parameter stays unmatched)."""
+    stride, as the checks lay the parameter out; (-2, 1) where they are a
+    part of the whole that is not this rank's shard (every rank keeping part
+    0: no binding makes that initialisation the reference's); (-1, 1) where
+    nothing says it (the analyzer then tries the shards its shape fits)."""
     part = _metadata_part(p) or p.__dict__.get("_shardproof_source")
     if not part:
         return -1, 1
@@ -197,7 +199,7 @@ def _inferred_partition(p, rank, world):
         if local[dim] % stride == 0 and \
                 _shard_positions(local, dim, stride, rank, world) == list(positions):
             return dim, stride
-    return -1, 1
+    return -2, 1
 
 
 def _shard_positions(local, dim, stride, shard, count):

@@ -23,6 +23,10 @@ def zero_bias():
     return layers.ZeroBiasColumn(4, 4), (torch.randn(3, 4, requires_grad=True),)
 
 
+def summed_bias():
+    return layers.SummedBias(4, 4), (torch.randn(3, 4, requires_grad=True),)
+
+
 def decorated_at_import_called():
     return layers.ScaledColumn(4, 4), (torch.randn(3, 4, requires_grad=True),)
 

@@ -96,14 +96,15 @@ class _Pair:
 
 
 class ZeroBiasColumn(nn.Module):
-    """A bias each rank makes at its shard's shape and zeroes: nothing says
-    which shard of the whole it is."""
+    """A bias each rank makes at its shard's shape and zeroes (picotron's
+    way): nothing on it says which shard of the whole it is; the trace
+    does, as one of the shards its shape fits makes the output right."""
 
     def __init__(self, inp, out):
         super().__init__()
         world = dist.get_world_size()
         self.linear = MasterSliceColumn(inp, out)
-        self.bias = nn.Parameter(torch.empty(out // world))  # SP004: no shard is said
+        self.bias = nn.Parameter(torch.empty(out // world))  # SP011: bound by the trace
         with torch.no_grad():
             self.bias.zero_()
 
@@ -129,3 +130,13 @@ class CheckedColumn(MasterSliceColumn):
         if out % 3:
             raise ValueError(f"minitron needs out_features divisible by 3, not {out}")
         super().__init__(inp, out)
+
+
+class SummedBias(ZeroBiasColumn):
+    """The bias only reaches the output summed: every shard its shape fits
+    computes the reference, so which one a rank holds is not known."""
+
+    def forward(self, x):
+        total = self.bias.sum().reshape(1)
+        dist.all_reduce(total)
+        return Gather.apply(F.linear(Copy.apply(x), self.linear.weight)) + total
