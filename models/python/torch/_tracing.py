@@ -400,7 +400,21 @@ class ImportTimeName:
         return f"<unmodelled {self._name} taken at {self._where}>"
 
     def __eq__(self, other):
-        return self is other
+        """Itself only. Compared with anything else by the analysed code,
+        its value would decide, which is not known; the standard library's
+        comparisons (typing's checks of an annotation) are by identity."""
+        if other is self:
+            return True
+        if not _is_runtime(sys._getframe(1).f_code.co_filename):
+            self._stop("compared with a value")
+        return False
+
+    def __ne__(self, other):
+        if other is self:
+            return False
+        if not _is_runtime(sys._getframe(1).f_code.co_filename):
+            self._stop("compared with a value")
+        return True
 
     __hash__ = object.__hash__
 
