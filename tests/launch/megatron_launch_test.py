@@ -183,5 +183,37 @@ class LaunchTest(unittest.TestCase):
             launch_file.read(no_run)
 
 
+
+class OwnedGradients(unittest.TestCase):
+    """_mark_owned_gradients reads each parameter's owned elements from the
+    distributed optimizer's own gbuf_ranges (chained optimizers included):
+    a parameter split across two buckets owns both parts, one the rank's
+    shard does not reach owns none, one without main_grad is left alone."""
+
+    def test_ranges_come_from_the_optimizers_own_maps(self):
+        class Param:
+            def __init__(self, grad=True):
+                self.main_grad = object() if grad else None
+
+        class Chunk:
+            def __init__(self, params):
+                self._params = params
+
+            def parameters(self):
+                return list(self._params)
+
+        split, whole, unreached, frozen = Param(), Param(), Param(), Param(grad=False)
+        span = lambda a, b: {"param": types.SimpleNamespace(start=a, end=b)}  # noqa: E731
+        dense = types.SimpleNamespace(gbuf_ranges=[{("fp32", "fp32"): [
+            {"param_map": {split: span(0, 3)}},
+            {"param_map": {split: span(5, 8), whole: span(0, 4)}}]}])
+        expert = types.SimpleNamespace(gbuf_ranges=[])
+        chained = types.SimpleNamespace(chained_optimizers=[dense, expert])
+        launch._mark_owned_gradients(chained, [Chunk([split, whole, unreached, frozen])])
+        self.assertEqual(split.shardproof_grad_ranges, [(0, 3), (5, 8)])
+        self.assertEqual(whole.shardproof_grad_ranges, [(0, 4)])
+        self.assertEqual(unreached.shardproof_grad_ranges, [])
+        self.assertFalse(hasattr(frozen, "shardproof_grad_ranges"))
+
 if __name__ == "__main__":
     unittest.main()
