@@ -1,4 +1,5 @@
 #include "analyzer/layout_inference.h"
+#include "models/ir/linker.h"
 
 #include <fmt/format.h>
 
@@ -156,27 +157,7 @@ std::size_t unproved_count(const CheckRun &run) {
       }));
 }
 
-struct Shard {
-  int dim = 0, stride = 1;
-};
-
-// The (dim, stride) shards of `whole` that `leaf`'s shape fits.
-std::vector<Shard> shards_fitting(const ir::Leaf &leaf, const ir::Shape &whole) {
-  std::vector<Shard> fits;
-  if (leaf.shape.size() != whole.size() || leaf.shard_count < 2)
-    return fits;
-  for (std::size_t d = 0; d < whole.size(); ++d) {
-    bool rest_equal = true;
-    for (std::size_t e = 0; e < whole.size(); ++e)
-      rest_equal = rest_equal && (e == d || leaf.shape[e] == whole[e]);
-    if (!rest_equal || leaf.shape[d] * leaf.shard_count != whole[d])
-      continue;
-    for (std::int64_t stride = 1; stride <= leaf.shape[d]; ++stride)
-      if (leaf.shape[d] % stride == 0)
-        fits.push_back({static_cast<int>(d), static_cast<int>(stride)});
-  }
-  return fits;
-}
+using Shard = ir::ShardFit;
 
 std::vector<ir::Trace> with_shard(std::vector<ir::Trace> ranks, const std::string &name,
                                   Shard shard) {
@@ -211,7 +192,7 @@ bind_unmatched_parameters(std::vector<ir::Trace> ranks, const ir::Trace &referen
           [&](const ir::Leaf &r) { return r.role == leaf.role && r.name == leaf.name; });
       if (ref == reference.leaves.end() || ref->shape == leaf.shape)
         continue;
-      auto fits = shards_fitting(leaf, ref->shape);
+      auto fits = ir::shards_fitting(leaf, ref->shape);
       if (!fits.empty())
         unmatched.push_back({&leaf, std::move(fits)});
     }

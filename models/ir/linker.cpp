@@ -99,13 +99,10 @@ bool is_shard_of(const Leaf &leaf, const Shape &whole) {
 }
 } // namespace
 
-namespace {
-// The shards (dim, stride) of `whole` a leaf's shape alone fits, as a note:
-// with more than one, which the rank holds is not known.
-std::string shards_that_fit(const Leaf &leaf, const Shape &whole) {
+std::vector<ShardFit> shards_fitting(const Leaf &leaf, const Shape &whole) {
+  std::vector<ShardFit> fits;
   if (leaf.shape.size() != whole.size() || leaf.shard_count < 2)
-    return "";
-  std::vector<std::string> fits;
+    return fits;
   for (std::size_t d = 0; d < whole.size(); ++d) {
     bool rest_equal = true;
     for (std::size_t e = 0; e < whole.size(); ++e)
@@ -114,8 +111,18 @@ std::string shards_that_fit(const Leaf &leaf, const Shape &whole) {
       continue;
     for (std::int64_t stride = 1; stride <= leaf.shape[d]; ++stride)
       if (leaf.shape[d] % stride == 0)
-        fits.push_back(fmt::format("dim {} stride {}", d, stride));
+        fits.push_back({static_cast<int>(d), static_cast<int>(stride)});
   }
+  return fits;
+}
+
+namespace {
+// The shards (dim, stride) of `whole` a leaf's shape alone fits, as a note:
+// with more than one, which the rank holds is not known.
+std::string shards_that_fit(const Leaf &leaf, const Shape &whole) {
+  std::vector<std::string> fits;
+  for (const ShardFit &fit : shards_fitting(leaf, whole))
+    fits.push_back(fmt::format("dim {} stride {}", fit.dim, fit.stride));
   if (fits.empty())
     return "";
   return fmt::format("; its shape fits {} shard{} of {} ({})", fits.size(),

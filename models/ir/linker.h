@@ -67,6 +67,16 @@ private:
 std::size_t shard_to_reference_index(const ir::Shape &local_shape, int dim, int stride,
                                      int shard, int count, std::size_t local);
 
+// A shard of a whole tensor: split along `dim` into the leaf's shard count,
+// with Megatron's interleaving `stride`.
+struct ShardFit {
+  int dim = 0, stride = 1;
+};
+
+// The (dim, stride) shards of `whole` that `leaf`'s shape fits: the shape
+// alone does not say which one a rank holds when there are several.
+std::vector<ShardFit> shards_fitting(const Leaf &leaf, const Shape &whole);
+
 // How a rank's leaf stands for the reference's, as the linker binds it and
 // the path's witness values it: the reference leaf of the same role and name,
 // and the reference element each of the rank's elements is (the same
