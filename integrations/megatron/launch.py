@@ -423,6 +423,8 @@ entry.options = {"moe_ep": (), "etp": (), "vpp": ()}
 
 
 def _without(words, flag):
+    """`words` (command-line arguments) without `flag` and its value, if it
+    has one (the next word, unless that is a flag itself)."""
     out, skip = [], False
     for word in words:
         if word == flag:
