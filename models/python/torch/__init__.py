@@ -959,6 +959,10 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _concrete(counts, input.dtype, "histc")
 
 
+# torch's numeric constants are math's (real PyTorch: torch.inf is math.inf).
+inf, nan, pi, e = math.inf, math.nan, math.pi, math.e
+
+
 def __getattr__(name):
     """A torch attribute normal lookup did not find: one real PyTorch has is
     "not modelled" (could not prove if used); any other does not exist."""
