@@ -42,33 +42,27 @@ def _config(layers=1, heads=4, vocab=8):
         max_position_embeddings=3, rms_norm_eps=1e-5, rope_theta=10000.0)
 
 
-def column_parallel_linear():
+def _column_parallel_linear(**options):
     pg = _setup()
     from picotron.tensor_parallel.tensor_parallel import ColumnParallelLinear
 
-    layer = ColumnParallelLinear(4, 4, bias=False, gather_output=True)
+    layer = ColumnParallelLinear(4, 4, gather_output=True, **options)
     x = torch.randn(2, 3, 4, requires_grad=True)
     return {"model": layer, "inputs": (x,), "tensor_parallel_group": pg.tp_group}
+
+
+def column_parallel_linear():
+    return _column_parallel_linear(bias=False)
 
 
 def column_parallel_linear_async():
-    pg = _setup()
-    from picotron.tensor_parallel.tensor_parallel import ColumnParallelLinear
-
-    layer = ColumnParallelLinear(4, 4, bias=False, gather_output=True, async_all_reduce=True)
-    x = torch.randn(2, 3, 4, requires_grad=True)
-    return {"model": layer, "inputs": (x,), "tensor_parallel_group": pg.tp_group}
+    return _column_parallel_linear(bias=False, async_all_reduce=True)
 
 
 def column_parallel_linear_bias():
     """A bias picotron zeroes rather than slicing from a whole one: nothing
     says which shard of the reference's bias a rank holds."""
-    pg = _setup()
-    from picotron.tensor_parallel.tensor_parallel import ColumnParallelLinear
-
-    layer = ColumnParallelLinear(4, 4, bias=True, gather_output=True)
-    x = torch.randn(2, 3, 4, requires_grad=True)
-    return {"model": layer, "inputs": (x,), "tensor_parallel_group": pg.tp_group}
+    return _column_parallel_linear(bias=True)
 
 
 def row_parallel_linear():
