@@ -203,7 +203,8 @@ struct CheckedPath {
     auto add = [&](const ir::Trace &trace) {
       std::set<std::string> decisions;
       for (const ir::PathCondition &c : trace.path)
-        decisions.insert(store.to_string(c.condition) + (c.holds ? "+" : "-"));
+        decisions.insert(terms::named_key(store, std::span(&c.condition, 1)) +
+                         (c.holds ? "+" : "-"));
       text += fmt::format("{}|", fmt::join(decisions, ";"));
     };
     add(traced.reference);

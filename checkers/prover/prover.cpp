@@ -3,12 +3,19 @@
 #include "checkers/prover/smt.h"
 #include "models/terms/evaluate.h"
 #include "models/terms/normal_form.h"
+#include "models/terms/serialize.h"
+#include "models/terms/structural_form.h"
 #include "models/terms/witness.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <vector>
 
 namespace shardproof::prover {
@@ -330,13 +337,14 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
     return v;
   };
 
-  // 1. Normalize: equal canonical forms prove a pair outright.
-  terms::Normalizer normalizer(store);
+  // 1. Normalize, cheaply: equal structural forms (sums and products
+  //    flattened, nothing expanded) prove a pair outright.
   std::vector<TermId> open_lhs, open_rhs;
   std::vector<std::size_t> open_index; // position in lhs/rhs of each open pair
+  terms::StructuralNormalizer structural(store);
   for (std::size_t i : real_index) {
-    auto a = normalizer.normalize(lhs[i]);
-    auto b = normalizer.normalize(rhs[i]);
+    auto a = structural.normalize(lhs[i]);
+    auto b = structural.normalize(rhs[i]);
     if (a && b && *a == *b)
       continue;
     open_lhs.push_back(lhs[i]);
@@ -381,10 +389,21 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   }
   const std::string_view overflow_note = overflowed ? kOverflow : std::string_view();
 
-  // 3. Z3 decides the rest.
+  // 3. Normalize into polynomials (products of sums expanded, within a
+  //    budget): after falsifying, since expanding can cost more than the
+  //    points that find a bug.
+  terms::Normalizer normalizer(store);
   std::vector<std::pair<TermId, TermId>> pairs;
-  for (std::size_t i = 0; i < open_lhs.size(); ++i)
-    pairs.emplace_back(open_lhs[i], open_rhs[i]);
+  for (std::size_t i = 0; i < open_lhs.size(); ++i) {
+    auto a = normalizer.normalize(open_lhs[i]);
+    auto b = normalizer.normalize(open_rhs[i]);
+    if (!(a && b && *a == *b))
+      pairs.emplace_back(open_lhs[i], open_rhs[i]);
+  }
+  if (pairs.empty())
+    return proved("normal form");
+
+  // 4. Z3 decides the rest.
   auto start = std::chrono::steady_clock::now();
   SmtAnswer answer = find_disequality(store, pairs, solver_ms);
   double elapsed_ms =
@@ -425,8 +444,9 @@ Verdict prove_in_process(terms::TermStore &store, std::span<const TermId> lhs,
   return unknown("unreachable");
 }
 
-Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
-                    std::span<const TermId> rhs, const ProverOptions &options) {
+namespace {
+Verdict prove_in_worker(terms::TermStore &store, std::span<const TermId> lhs,
+                        std::span<const TermId> rhs, const ProverOptions &options) {
   const WorkerLimits &limits = options.limits;
   // Z3 gets most of the time to stop by itself; the kill is the guarantee.
   auto solver_ms = static_cast<unsigned>(limits.wall.count() * 9 / 10);
@@ -446,6 +466,46 @@ Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
     return unknown("the proof " + outcome.detail);
   }
   return unknown("unreachable");
+}
+
+// SHARDPROOF_DUMP_OBLIGATIONS=DIR writes every obligation given to the
+// prover, with its verdict, for tests/benchmarks/prove_bench (a developer's
+// tool: the obligations of a slow launch, replayed without tracing it).
+class ObligationDump {
+public:
+  ObligationDump(const terms::TermStore &store, std::span<const TermId> lhs,
+                 std::span<const TermId> rhs) {
+    static const char *dir = std::getenv("SHARDPROOF_DUMP_OBLIGATIONS");
+    static std::atomic<unsigned> count{0};
+    if (!dir || !*dir)
+      return;
+    out_.open(fmt::format("{}/obligation-{}-{:05}.terms", dir, getpid(), count++));
+    std::pair<std::string, std::vector<TermId>> lists[] = {
+        {"lhs", {lhs.begin(), lhs.end()}}, {"rhs", {rhs.begin(), rhs.end()}}};
+    terms::write_terms(store, lists, out_);
+    start_ = std::chrono::steady_clock::now();
+  }
+  void verdict(const Verdict &v) {
+    if (!out_.is_open())
+      return;
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    out_ << fmt::format("# verdict {} {} {:.3f}s {}\n", to_string(v.kind), v.method,
+                        seconds, v.why);
+  }
+
+private:
+  std::ofstream out_;
+  std::chrono::steady_clock::time_point start_;
+};
+} // namespace
+
+Verdict prove_equal(terms::TermStore &store, std::span<const TermId> lhs,
+                    std::span<const TermId> rhs, const ProverOptions &options) {
+  ObligationDump dump(store, lhs, rhs);
+  Verdict verdict = prove_in_worker(store, lhs, rhs, options);
+  dump.verdict(verdict);
+  return verdict;
 }
 
 Verdict BudgetedProver::prove(terms::TermStore &store, std::span<const TermId> lhs,

@@ -448,9 +448,7 @@ Py_hash_t term_hash(PyObject *a) {
 }
 
 PyObject *term_repr(PyObject *a) {
-  std::string text = store().to_string(reinterpret_cast<TermObject *>(a)->id);
-  if (text.size() > 200)
-    text = text.substr(0, 200) + "...";
+  std::string text = store().to_string(reinterpret_cast<TermObject *>(a)->id, 200);
   return PyUnicode_FromString(text.c_str());
 }
 

@@ -1,4 +1,5 @@
 #include "models/terms/normal_form.h"
+#include "models/terms/structural_form.h"
 
 #include <algorithm>
 
@@ -258,6 +259,19 @@ TermId Normalizer::comparison(bool strict, const Poly &a, const Poly &b) {
     const mpq_class &c = diff.begin()->second;
     return (strict ? c > 0 : c >= 0) ? store_.one() : store_.zero();
   }
+  mpq_class constant;
+  Poly rest, negated;
+  for (const auto &[mono, coeff] : diff) {
+    if (mono.empty()) {
+      constant = coeff;
+      continue;
+    }
+    rest.emplace(mono, coeff);
+    negated.emplace(mono, -coeff);
+  }
+  if (auto decided =
+          comparison_by_sign(store_, constant, build(rest), build(negated), strict))
+    return *decided ? store_.one() : store_.zero();
   mpq_class lead = abs(diff.rbegin()->second);
   for (auto &[mono, coeff] : diff)
     coeff /= lead;

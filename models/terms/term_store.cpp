@@ -423,54 +423,79 @@ TermId TermStore::lattice(Op op, std::span<const TermId> args) {
   return intern(Node{op, 0, {args.begin(), args.end()}});
 }
 
-std::string TermStore::to_string(TermId id) const {
+std::string TermStore::to_string(TermId id, std::size_t limit) const {
+  std::string out;
+  append_text(id, out, limit);
+  if (out.size() > limit)
+    out = out.substr(0, limit) + "...";
+  return out;
+}
+
+// Stops unfolding once `out` passes `limit`: a DAG's text is a tree, which
+// can be exponentially larger.
+void TermStore::append_text(TermId id, std::string &out, std::size_t limit) const {
+  if (out.size() > limit)
+    return;
   const Node &n = nodes_[id];
   auto join = [&](std::string_view sep) {
-    std::string out = "(";
-    for (std::size_t i = 0; i < n.args.size(); ++i) {
+    out += "(";
+    for (std::size_t i = 0; i < n.args.size() && out.size() <= limit; ++i) {
       if (i)
         out += sep;
-      out += to_string(n.args[i]);
+      append_text(n.args[i], out, limit);
     }
-    return out + ")";
+    out += ")";
   };
   switch (n.op) {
   case Op::Const:
-    return const_value(id).get_str();
+    out += const_value(id).get_str();
+    return;
   case Op::Var:
-    return variable(id).name;
+    out += variable(id).name;
+    return;
   case Op::Add:
     return join(" + ");
   case Op::Mul:
     return join("*");
   case Op::Inv:
-    return "1/" + to_string(n.args[0]);
+    out += "1/";
+    return append_text(n.args[0], out, limit);
   case Op::App:
-    return std::string(fn_name(static_cast<Fn>(n.payload))) + "(" + to_string(n.args[0]) +
-           ")";
+    out += fn_name(static_cast<Fn>(n.payload));
+    out += "(";
+    append_text(n.args[0], out, limit);
+    out += ")";
+    return;
   case Op::Lt:
     return join(" < ");
   case Op::Le:
     return join(" <= ");
   case Op::Ite:
-    return "ite" + join(", ");
+    out += "ite";
+    return join(", ");
   case Op::Max:
-    return "max" + join(", ");
+    out += "max";
+    return join(", ");
   case Op::Min:
-    return "min" + join(", ");
+    out += "min";
+    return join(", ");
   case Op::Ext:
     switch (extended_value(id)) {
     case Extended::NegInf:
-      return "-inf";
+      out += "-inf";
+      return;
     case Extended::PosInf:
-      return "inf";
+      out += "inf";
+      return;
     case Extended::NaN:
-      return "nan";
+      out += "nan";
+      return;
     case Extended::Unmodelled:
-      return "unmodelled";
+      out += "unmodelled";
+      return;
     }
   }
-  return "?";
+  out += "?";
 }
 
 TermId Substitution::apply(TermId term) {
@@ -526,12 +551,14 @@ TermId Substitution::apply(TermId term) {
   return result;
 }
 
-std::string alpha_key(const TermStore &store, std::span<const TermId> roots) {
-  // Post-order over the DAG; each node gets a local number in first-visit
-  // order, each variable its kind and first-seen ordinal, so that only the
-  // shape of the DAG and its constants show.
+namespace {
+// Post-order over the DAG; each node gets a local number in first-visit
+// order, so that the key is linear in the DAG's size (never the size of the
+// tree it unfolds to) and independent of the store's ids. `label` spells a
+// variable.
+template <typename Label>
+std::string dag_key(const TermStore &store, std::span<const TermId> roots, Label label) {
   std::unordered_map<TermId, std::size_t> local;
-  std::size_t variables = 0;
   std::string key;
   std::vector<std::pair<TermId, bool>> stack;
   for (TermId root : roots) {
@@ -552,7 +579,7 @@ std::string alpha_key(const TermStore &store, std::span<const TermId> roots) {
       key += std::to_string(static_cast<int>(n.op));
       if (n.op == Op::Var)
         key += "v" + std::to_string(static_cast<int>(store.variable(t).kind)) + "." +
-               std::to_string(variables++);
+               label(t);
       else if (n.op == Op::Const)
         key += "c" + store.const_value(t).get_str();
       else
@@ -565,6 +592,17 @@ std::string alpha_key(const TermStore &store, std::span<const TermId> roots) {
     key += "|" + std::to_string(local.at(root)) + "|";
   }
   return key;
+}
+} // namespace
+
+std::string alpha_key(const TermStore &store, std::span<const TermId> roots) {
+  // Each variable is its first-seen ordinal: only the shape and constants show.
+  std::size_t variables = 0;
+  return dag_key(store, roots, [&](TermId) { return std::to_string(variables++); });
+}
+
+std::string named_key(const TermStore &store, std::span<const TermId> roots) {
+  return dag_key(store, roots, [&](TermId v) { return store.variable(v).name; });
 }
 
 std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots) {

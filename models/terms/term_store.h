@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -139,10 +140,12 @@ public:
   TermId zero() const { return zero_; }
   TermId one() const { return one_; }
 
-  std::string to_string(TermId id) const;
+  // The term as text, cut after `limit` characters (with "...").
+  std::string to_string(TermId id, std::size_t limit = SIZE_MAX) const;
 
 private:
   TermId intern(Node node);
+  void append_text(TermId id, std::string &out, std::size_t limit) const;
   // The result when an operand is extended, or nullopt when none is.
   std::optional<TermId> extended_add(TermId a, TermId b);
   std::optional<TermId> extended_mul(TermId a, TermId b);
@@ -195,6 +198,11 @@ private:
 // a renaming of variables (of the same kind): equations with equal keys are
 // equally valid, so one proof serves both.
 std::string alpha_key(const TermStore &store, std::span<const TermId> roots);
+
+// A key equal for two lists of terms exactly when they are the same DAG over
+// variables of the same names and kinds, in whichever store or trace they
+// were built; linear in the DAG's size, where to_string unfolds it to a tree.
+std::string named_key(const TermStore &store, std::span<const TermId> roots);
 
 // Every variable a term depends on, in first-seen order.
 std::vector<TermId> variables_of(const TermStore &store, std::span<const TermId> roots);

@@ -1,57 +1,13 @@
 #include "models/terms/evaluate.h"
 #include "models/terms/normal_form.h"
+#include "tests/unit/expression_generator.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
 using namespace shardproof::terms;
-
-namespace {
-// Random expressions over a few variables, every operator the store has.
-class ExpressionGenerator {
-public:
-  ExpressionGenerator(TermStore &s, unsigned seed) : s_(s), rng_(seed) {
-    for (int i = 0; i < 4; ++i)
-      vars_.push_back(s.var("v" + std::to_string(i), VarKind::Reference));
-  }
-  TermId make(int depth) {
-    std::uniform_int_distribution<int> pick(0, depth <= 0 ? 1 : 11);
-    switch (pick(rng_)) {
-    case 0:
-      return vars_[std::uniform_int_distribution<std::size_t>(0, 3)(rng_)];
-    case 1:
-      return s_.constant(mpq_class(std::uniform_int_distribution<int>(-3, 3)(rng_),
-                                   std::uniform_int_distribution<int>(1, 3)(rng_)));
-    case 2:
-    case 3:
-      return s_.add(make(depth - 1), make(depth - 1));
-    case 4:
-    case 5:
-      return s_.mul(make(depth - 1), make(depth - 1));
-    case 6:
-      return s_.sub(make(depth - 1), make(depth - 1));
-    case 7:
-      return s_.inv(make(depth - 1));
-    case 8:
-      return s_.app(Fn::Tanh, make(depth - 1));
-    case 9:
-      return s_.max(make(depth - 1), s_.max(make(depth - 1), make(depth - 1)));
-    case 10:
-      return s_.min(make(depth - 1), make(depth - 1));
-    default:
-      return s_.ite(s_.lt(make(depth - 1), make(depth - 1)), make(depth - 1),
-                    make(depth - 1));
-    }
-  }
-  const std::vector<TermId> &vars() const { return vars_; }
-
-private:
-  TermStore &s_;
-  std::mt19937 rng_;
-  std::vector<TermId> vars_;
-};
-} // namespace
+using shardproof::terms::testing::ExpressionGenerator;
 
 // Soundness: normalisation never changes a term's value.
 TEST(NormalForm, RandomExpressionsKeepTheirValue) {
@@ -149,12 +105,14 @@ TEST(NormalForm, CancellationKeepsTheValue) {
     TermId normaliser = positive_sum();
     TermId term = s.zero();
     for (int k = pick(3); k >= 0; --k) {
-      TermId factor = pick(1) ? positive_sum() : s.add(vars[pick(2)], s.constant(pick(2)));
+      TermId factor =
+          pick(1) ? positive_sum() : s.add(vars[pick(2)], s.constant(pick(2)));
       term = s.add(term, s.mul(factor, s.inv(pick(1) ? normaliser : positive_sum())));
     }
     auto canonical = n.normalize(term);
     ASSERT_TRUE(canonical);
-    DoubleEvaluator eval(s, [&](TermId v) { return 0.3 * static_cast<double>(v % 7) - 0.8; });
+    DoubleEvaluator eval(
+        s, [&](TermId v) { return 0.3 * static_cast<double>(v % 7) - 0.8; });
     EXPECT_TRUE(nearly_equal(*eval(term), *eval(*canonical))) << trial;
   }
 }
@@ -209,4 +167,14 @@ TEST(NormalForm, ASquaredSquareRootInsideAProductIsItsNonnegativeArgument) {
   TermId root_of_x = s.app(Fn::Sqrt, x);
   TermId doubled = s.add(root_of_x, root_of_x);
   EXPECT_NE(n.normalize(s.mul(doubled, doubled)), n.normalize(s.mul(s.constant(4), x)));
+}
+
+TEST(NormalForm, ComparisonsDecidedBySignFold) {
+  TermStore s;
+  Normalizer n(s);
+  TermId x = s.var("x", VarKind::Reference);
+  TermId norm = s.app(Fn::Sqrt, s.mul(x, x));
+  EXPECT_EQ(n.normalize(s.lt(s.constant(-1), norm)), s.one());
+  EXPECT_EQ(n.normalize(s.le(norm, s.constant(mpq_class(-1, 2)))), s.zero());
+  EXPECT_NE(n.normalize(s.lt(s.constant(-1), x)), s.one());
 }

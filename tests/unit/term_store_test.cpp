@@ -108,3 +108,30 @@ TEST(TermStore, ASquaredSquareRootIsItsNonnegativeArgument) {
   EXPECT_NE(s.mul(root_of_x, root_of_x), x);
   EXPECT_NE(s.mul(norm, s.app(Fn::Sqrt, s.add(sum_of_squares, x))), sum_of_squares);
 }
+
+TEST(TermStore, TextOfADeepDagIsCutWithoutUnfoldingIt) {
+  // x doubled 64 times: a tree of 2^64 leaves, a DAG of 65 nodes.
+  TermStore s;
+  TermId t = s.var("x", VarKind::Reference);
+  for (int i = 0; i < 64; ++i)
+    t = s.add(t, t);
+  std::string text = s.to_string(t, 100);
+  EXPECT_LE(text.size(), 103u);
+  EXPECT_EQ(text.substr(text.size() - 3), "...");
+  EXPECT_EQ(s.to_string(s.add(s.var("y", VarKind::Reference), s.constant(2))), "(y + 2)");
+}
+
+TEST(TermStore, NamedKeyTellsVariablesApartByNameAndStaysLinear) {
+  TermStore s;
+  TermId x1 = s.var("x", VarKind::Reference), x2 = s.var("x", VarKind::Reference);
+  TermId y = s.var("y", VarKind::Reference);
+  TermId a = s.lt(x1, s.constant(0)), b = s.lt(x2, s.constant(0)),
+         c = s.lt(y, s.constant(0));
+  EXPECT_EQ(named_key(s, std::span(&a, 1)), named_key(s, std::span(&b, 1)));
+  EXPECT_NE(named_key(s, std::span(&a, 1)), named_key(s, std::span(&c, 1)));
+  EXPECT_EQ(alpha_key(s, std::span(&a, 1)), alpha_key(s, std::span(&c, 1)));
+  TermId deep = x1;
+  for (int i = 0; i < 64; ++i)
+    deep = s.mul(deep, deep);
+  EXPECT_LT(named_key(s, std::span(&deep, 1)).size(), 2000u);
+}
