@@ -1,9 +1,13 @@
 // shardproof: proves that distributed training code computes what its
 // single-device version computes.
+#include "analyzer/cli_premerge.h"
 #include "analyzer/extensions.h"
 #include "analyzer/kernel_check.h"
+#include "analyzer/outputs.h"
+#include "analyzer/progress.h"
 #include "analyzer/report.h"
 #include "analyzer/session.h"
+#include "analyzer/version.h"
 #include "checkers/rules.h"
 #include "frontend/python/python_frontend.h"
 
@@ -103,7 +107,7 @@ bool ships_launches(const std::string &root, const std::string &framework) {
   return false;
 }
 
-// --format, for each command that reports.
+// --format of `bindings` (check and scan take the pre-merge formats too).
 void add_format_option(CLI::App &command, std::string &format) {
   command.add_option("--format", format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -115,6 +119,7 @@ int main(int argc, char **argv) {
   CLI::App app{"shardproof: proves distributed training code equal to its "
                "single-device meaning"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", analyzer::version_report());
 
   auto *check = app.add_subcommand(
       "check", "Prove FILE.py::FUNC at world size N against world size 1, or the "
@@ -133,11 +138,10 @@ int main(int argc, char **argv) {
   int max_paths = analyzer::SessionOptions{}.max_paths;
   bool whole_program = false;
   std::vector<std::string> selected, ignored, python_path;
-  check
-      ->add_option("targets", targets,
-                   "FILE.py::FUNC (FUNC defaults to entry), or FILE.cu (every annotated "
-                   "kernel launch)")
-      ->required();
+  check->add_option(
+      "targets", targets,
+      "FILE.py::FUNC (FUNC defaults to entry), or FILE.cu (every annotated "
+      "kernel launch); default: pyproject.toml's [tool.shardproof] targets");
   std::optional<std::string> cuda_path;
   check
       ->add_option("--cuda-path", cuda_path,
@@ -151,8 +155,9 @@ int main(int argc, char **argv) {
   std::string scan_root;
   scan->add_option("root", scan_root, "the framework checkout")->required();
   // Options of every run, whether of the user's files or of recipes.
+  analyzer::PremergeOptions premerge;
   for (auto *command : {check, scan}) {
-    add_format_option(*command, format);
+    analyzer::add_premerge_options(*command, premerge);
     command
         ->add_option("--timeout", proof_seconds,
                      "hard wall-clock limit per obligation, in seconds")
@@ -277,11 +282,18 @@ int main(int argc, char **argv) {
                     "only these rules (ids or names: SP001, forward-mismatch)");
   rules->add_flag("--markdown", markdown, "as markdown (docs/rules.md)");
 
+  analyzer::ConfiguredCommandLine command_line;
   try {
-    app.parse(argc, argv);
+    command_line = analyzer::configured_command_line(argc, argv);
+    std::vector<std::string> reversed(command_line.args.rbegin(),
+                                      command_line.args.rend());
+    app.parse(reversed); // CLI11 takes a vector last argument first
   } catch (const CLI::ParseError &e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const std::invalid_argument &e) { // the config file
+    std::cerr << "shardproof: " << e.what() << "\n";
+    return 2;
   }
 
   if (*bindings) {
@@ -367,9 +379,21 @@ int main(int argc, char **argv) {
     std::cerr << "shardproof: --entry, --tp, --cp, --ep, --dp, --pp, --sp and --option "
                  "go with --framework\n";
     return 2;
-  } else {
+  } else if (!targets.empty()) {
     for (const auto &t : targets)
       runs.push_back(analyzer::parse_target(t));
+  } else if (command_line.config) {
+    try {
+      runs = analyzer::configured_targets(*command_line.config, request.framework);
+    } catch (const std::exception &e) {
+      std::cerr << "shardproof: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (runs.empty() && failed_plans.empty()) {
+    std::cerr << "shardproof: nothing to check: name targets, or list them as `targets` "
+                 "in pyproject.toml's [tool.shardproof] (docs/pre-merge.md)\n";
+    return 2;
   }
 
   if (list_only) {
@@ -413,28 +437,47 @@ int main(int argc, char **argv) {
     std::cerr << "shardproof: " << e.what() << "\n";
     return 2;
   }
+  std::optional<analyzer::ChangedLines> changes;
+  try {
+    analyzer::report_outputs(premerge.formats, premerge.output); // checked before the run
+    changes = analyzer::requested_changes(premerge);
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "shardproof: " << e.what() << "\n";
+    return 2;
+  }
+  if (changes)
+    options.selects = [&](const std::vector<std::string> &files) {
+      return changes->any_changed(files);
+    };
+  analyzer::Progress progress(analyzer::Progress::stderr_is_terminal());
+  options.on_proof = [&] { progress.obligation_done(); };
   // An internal error in one target is that target's error: the others (a
   // scan's rows) are still checked and reported.
   std::vector<analyzer::TargetResult> results = std::move(failed_plans);
-  for (const auto &run : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto &run = runs[i];
+    progress.start_target(i, runs.size(),
+                          run.str_with_path(analyzer::display_path(run.path)));
     try {
+      if (changes && analyzer::is_cuda_target(run) && !changes->changed(run.path))
+        continue;
       if (analyzer::is_cuda_target(run)) {
         auto kernels = analyzer::check_kernels(run, options, {.cuda_path = cuda_path});
         std::move(kernels.begin(), kernels.end(), std::back_inserter(results));
         continue;
       }
       results.push_back(analyzer::check_target(run, options));
+      progress.finish_target(results.back().obligations.size());
     } catch (const std::exception &e) {
       results.push_back(analyzer::internal_error(run, options, e.what()));
     }
   }
-  if (format == "json")
-    analyzer::write_json(std::cout, results);
-  else
-    analyzer::write_text(std::cout, std::cerr, results);
-  if (*scan) // an absent component is what this tree is, not an error
-    std::erase_if(results, [](const auto &r) {
-      return r.verdict() == analyzer::TargetVerdict::Absent;
-    });
-  return analyzer::exit_code(results);
+  progress.clear();
+  try {
+    return analyzer::finish_run(std::move(results), premerge, changes,
+                                static_cast<bool>(*scan));
+  } catch (const std::exception &e) { // a baseline or report file
+    std::cerr << "shardproof: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -1,5 +1,7 @@
 #include "analyzer/report.h"
 
+#include "analyzer/fingerprint.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -146,6 +148,23 @@ std::string step_coverage(const TargetResult &r) {
 }
 } // namespace
 
+namespace {
+// The target's verdict line: "FILE::FUNC --world 2: proved (N obligations: ...)".
+std::string summary_line(const TargetResult &r) {
+  std::string suppressed =
+      r.suppressed.empty() ? ""
+                           : fmt::format("; {} finding{} suppressed", r.suppressed.size(),
+                                         r.suppressed.size() == 1 ? "" : "s");
+  return fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
+                     "{} could not prove{}{}; {:.2f} s)",
+                     r.target.str_with_path(display_path(r.target.path)), r.world,
+                     text_name(r.verdict()), r.obligations.size(),
+                     r.obligations.size() == 1 ? "" : "s", r.count(Verdict::Kind::Proved),
+                     r.count(Verdict::Kind::Refuted), r.count(Verdict::Kind::Unknown),
+                     step_coverage(r), suppressed, r.seconds);
+}
+} // namespace
+
 void write_text(std::ostream &out, std::ostream &err,
                 const std::vector<TargetResult> &results) {
   for (const auto &r : results) {
@@ -167,19 +186,7 @@ void write_text(std::ostream &out, std::ostream &err,
       if (o.verdict.kind == Verdict::Kind::Unknown)
         out << fmt::format("{}: note: could not prove {}: {}\n", location(o.loc), o.name,
                            o.verdict.why);
-    std::string suppressed =
-        r.suppressed.empty()
-            ? ""
-            : fmt::format("; {} finding{} suppressed", r.suppressed.size(),
-                          r.suppressed.size() == 1 ? "" : "s");
-    out << fmt::format("{} --world {}: {} ({} obligation{}: {} proved, {} refuted, "
-                       "{} could not prove{}{}; {:.2f} s)\n",
-                       r.target.str_with_path(display_path(r.target.path)), r.world,
-                       text_name(r.verdict()), r.obligations.size(),
-                       r.obligations.size() == 1 ? "" : "s",
-                       r.count(Verdict::Kind::Proved), r.count(Verdict::Kind::Refuted),
-                       r.count(Verdict::Kind::Unknown), step_coverage(r), suppressed,
-                       r.seconds);
+    out << summary_line(r) << "\n";
     if (!r.target.launch.empty())
       out << "  launch: " << r.target.launch << "\n";
     for (const auto &o : r.obligations)
@@ -261,6 +268,83 @@ void write_json(std::ostream &out, const std::vector<TargetResult> &results) {
   doc["obligations"] = {
       {"proved", counts[0]}, {"refuted", counts[1]}, {"unknown", counts[2]}};
   out << doc.dump(2) << "\n";
+}
+
+namespace {
+// GitHub's escaping of a workflow command's message (actions/toolkit's
+// escapeData) and, with ':' and ',' too, of its properties (escapeProperty).
+std::string github_escape(std::string_view text, bool property) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else if (property && c == ':')
+      out += "%3A";
+    else if (property && c == ',')
+      out += "%2C";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// `::error file=F,line=L,col=C,title=T::MESSAGE`, paths as the repository
+// names them (GitHub places annotations by them).
+std::string github_command(std::string_view command, const ir::SourceLoc &loc,
+                           std::string_view title, std::string_view message) {
+  std::string properties;
+  if (!loc.file.empty()) {
+    properties = "file=" + github_escape(repository_path(loc.file), true);
+    if (loc.line >= 1)
+      properties += fmt::format(",line={}", loc.line);
+    if (loc.column >= 1)
+      properties += fmt::format(",col={}", loc.column);
+  }
+  if (!title.empty())
+    properties +=
+        (properties.empty() ? "" : ",") + ("title=" + github_escape(title, true));
+  return fmt::format("::{} {}::{}", command, properties, github_escape(message, false));
+}
+
+std::string_view github_level(checkers::Severity severity) {
+  return severity == checkers::Severity::Error     ? "error"
+         : severity == checkers::Severity::Warning ? "warning"
+                                                   : "notice";
+}
+} // namespace
+
+void write_github(std::ostream &out, const std::vector<TargetResult> &results) {
+  for (const auto &r : results) {
+    if (r.verdict() == TargetVerdict::Error || r.verdict() == TargetVerdict::Absent) {
+      out << github_command(r.verdict() == TargetVerdict::Error ? "error" : "notice",
+                            r.failure->loc, "shardproof: " + r.target.str(),
+                            r.failure->message)
+          << "\n";
+      continue;
+    }
+    for (const auto &f : r.findings) {
+      std::string message = f.message;
+      for (const auto &line : detail_lines(f))
+        message += "\n" + line;
+      for (const auto &note : f.notes)
+        message += fmt::format("\n{}: note: {}", location(note.loc), note.message);
+      out << github_command(
+                 github_level(f.severity), f.loc,
+                 fmt::format("{} {}", f.rule_id(), checkers::rule(f.rule).name), message)
+          << "\n";
+    }
+    for (const auto &o : r.obligations)
+      if (o.verdict.kind == Verdict::Kind::Unknown)
+        out << github_command(
+                   "warning", o.loc, "shardproof: could not prove",
+                   fmt::format("could not prove {}: {}", o.name, o.verdict.why))
+            << "\n";
+    out << summary_line(r) << "\n";
+  }
 }
 
 std::vector<std::string> detail_lines(const checkers::Finding &f) {

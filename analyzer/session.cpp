@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <regex>
@@ -80,13 +81,17 @@ std::string_view text_name(TargetVerdict verdict) {
 
 namespace {
 // Moves the findings whose source line says `# shardproof: ignore[SP0xx]`
-// (several ids may be listed, comma-separated), and those of rules the
+// or `# noqa: SP0xx` (several ids may be listed, comma-separated), and those of rules the
 // selection leaves out, into `suppressed`.
 void apply_suppressions(std::vector<checkers::Finding> &findings,
                         std::vector<checkers::Finding> &suppressed,
                         const checkers::RuleSelection &selection,
                         const frontend::SourceFiles &sources) {
-  static const std::regex marker(R"(shardproof:\s*ignore\[([A-Z0-9,\s]*)\])");
+  // ruff's and flake8's `# noqa: CODE, CODE` too (other tools' codes may
+  // share the list); a bare `# noqa` names no rule and suppresses nothing.
+  static const std::regex marker(
+      R"((?:shardproof:\s*ignore\[([A-Z0-9,\s]*)\])|(?:#\s*noqa:\s*([A-Z0-9,\s]+)))",
+      std::regex::icase);
   auto line_of = [&](const ir::SourceLoc &loc) -> std::string {
     auto it = sources.find(loc.file);
     if (it == sources.end())
@@ -100,9 +105,11 @@ void apply_suppressions(std::vector<checkers::Finding> &findings,
   for (auto &f : findings) {
     std::smatch m;
     std::string line = line_of(f.loc);
-    bool ignored =
-        !selection.reports(f.rule) || (std::regex_search(line, m, marker) &&
-                                       m[1].str().find(f.rule_id()) != std::string::npos);
+    bool marked = false;
+    for (std::sregex_iterator it(line.begin(), line.end(), marker), end; it != end; ++it)
+      marked |=
+          ((*it)[1].str() + "," + (*it)[2].str()).find(f.rule_id()) != std::string::npos;
+    bool ignored = !selection.reports(f.rule) || marked;
     (ignored ? suppressed : kept).push_back(std::move(f));
   }
   findings = std::move(kept);
@@ -142,13 +149,36 @@ std::unique_ptr<frontend::Frontend> frontend_for(const Target &) {
 
 namespace {
 // Budgeted from the target's start when the run has a target time limit.
+// A prover that says when each proof attempt ends (SessionOptions::on_proof).
+class ReportingProver final : public prover::Prover {
+public:
+  ReportingProver(std::unique_ptr<prover::Prover> inner, std::function<void()> done)
+      : inner_(std::move(inner)), done_(std::move(done)) {}
+  Verdict prove(terms::TermStore &store, std::span<const terms::TermId> lhs,
+                std::span<const terms::TermId> rhs) override {
+    Verdict verdict = inner_->prove(store, lhs, rhs);
+    done_();
+    return verdict;
+  }
+  const prover::ProverOptions &options() const override { return inner_->options(); }
+
+private:
+  std::unique_ptr<prover::Prover> inner_;
+  std::function<void()> done_;
+};
+
 std::unique_ptr<prover::Prover> prover_for(const SessionOptions &options,
                                            const prover::ProverOptions &prover_options,
                                            std::chrono::steady_clock::time_point start) {
+  std::unique_ptr<prover::Prover> prover;
   if (const auto &budget = options.target_time_limit)
-    return std::make_unique<prover::BudgetedProver>(prover_options, start + *budget,
-                                                    *budget);
-  return std::make_unique<prover::WorkerProver>(prover_options);
+    prover = std::make_unique<prover::BudgetedProver>(prover_options, start + *budget,
+                                                      *budget);
+  else
+    prover = std::make_unique<prover::WorkerProver>(prover_options);
+  if (options.on_proof)
+    return std::make_unique<ReportingProver>(std::move(prover), options.on_proof);
+  return prover;
 }
 } // namespace
 
@@ -189,6 +219,7 @@ struct CheckedPath {
   frontend::TracedProgram traced;
   CheckRun checked;
   std::vector<Decision> decisions;
+  bool unselected = false; // SessionOptions::selects left it out
 
   bool settled() const { // refuted, or something could not be proved
     return checked.refutes() ||
@@ -224,6 +255,19 @@ std::vector<Decision> linked_decisions(ir::LinkedProgram &program) {
   return out;
 }
 
+// The files a traced program executed or names, absolute, the target's own
+// and its launch file included.
+std::vector<std::string> traced_files(const frontend::TracedProgram &traced,
+                                      const Target &target) {
+  std::set<std::string> files(traced.executed_files.begin(), traced.executed_files.end());
+  for (const auto &[file, lines] : traced.sources)
+    files.insert(file);
+  for (const std::string &own : {target.path, target.launch_file})
+    if (!own.empty())
+      files.insert(std::filesystem::absolute(own).lexically_normal().string());
+  return {files.begin(), files.end()};
+}
+
 CheckedPath check_path(terms::TermStore &store, const Target &target,
                        const SessionOptions &options, int world, terms::Witness witness,
                        std::chrono::steady_clock::time_point start) {
@@ -238,6 +282,10 @@ CheckedPath check_path(terms::TermStore &store, const Target &target,
                                    .extensions = extension_resolver(options.cuda_path)});
   if (path.traced.failure)
     return path;
+  if (options.selects && !options.selects(traced_files(path.traced, target))) {
+    path.unselected = true;
+    return path;
+  }
   RunChecks run = [&](const std::vector<ir::Trace> &ranks) {
     ir::LinkedProgram program(store, path.traced.reference, ranks);
     path.decisions = linked_decisions(program);
@@ -378,6 +426,11 @@ TargetResult check_target(const Target &target, const SessionOptions &options) {
     CheckedPath path = check_path(store, target, options, result.world, next, start);
     ++tries;
     next = {kFirstPathSeed + static_cast<std::uint64_t>(tries), {}};
+    result.files = traced_files(path.traced, target);
+    if (path.unselected) {
+      result.unselected = true;
+      return finish();
+    }
     if (path.traced.failure || path.decisions.empty() || path.settled()) {
       take_path(result, path, store, options);
       name_the_path(result, path);

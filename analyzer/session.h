@@ -6,6 +6,7 @@
 #include "frontend/frontend.h"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,11 @@ struct SessionOptions {
   checkers::CheckOptions checks;
   prover::ProverOptions prover;
   checkers::RuleSelection rules; // --select / --ignore
+  // Whether a target whose traces executed `files` is checked (--diff: one
+  // of them changed); unset, every target is. Asked once it has traced.
+  std::function<bool(const std::vector<std::string> &files)> selects;
+  // Called when an obligation's proof attempt finishes (progress display).
+  std::function<void()> on_proof;
 };
 
 // What tracing rank 0 recorded, for coverage reports: operations by name
@@ -59,12 +65,18 @@ struct TargetResult {
   int world = 0;
   std::optional<frontend::TraceFailure> failure; // BadInput: usage error
   std::vector<checkers::Finding> findings;
-  // Findings on a line marked `# shardproof: ignore[SP0xx]` for their rule,
-  // and those of rules --select / --ignore leave out.
+  // Findings on a line marked `# shardproof: ignore[SP0xx]` or
+  // `# noqa: SP0xx` for their rule, those of rules --select / --ignore leave
+  // out, and those a --baseline knows.
   std::vector<checkers::Finding> suppressed;
   std::vector<checkers::ObligationResult> obligations;
   std::optional<TraceSummary> trace; // when every rank traced
   double seconds = 0;
+  // The source files its traces executed or name (absolute), the target's
+  // own included: where --diff looks for changed lines.
+  std::vector<std::string> files;
+  // Traced but not checked: SessionOptions::selects left it out.
+  bool unselected = false;
 
   TargetVerdict verdict() const;
   std::size_t count(prover::Verdict::Kind kind) const;

@@ -143,6 +143,9 @@ struct TracedProgram {
   ir::Trace reference;          // world 1
   std::vector<ir::Trace> ranks; // one per rank of options.world
   SourceFiles sources;          // every file the traces' locations name
+  // Every source file the traced runs executed (the modules they imported),
+  // where the frontend knows them: `--diff` selects targets by these.
+  std::vector<std::string> executed_files;
   // Set when tracing stopped: the traces are then partial and not checked.
   std::optional<TraceFailure> failure;
 };

@@ -16,6 +16,7 @@ packages=(
   googletest libgtest-dev libgmock-dev
   clang-tidy-19 llvm-19-tools             # the clang-tidy plugin and its tests
   nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+  libtomlplusplus-dev                    # pyproject.toml [tool.shardproof]
 )
 
 missing=()

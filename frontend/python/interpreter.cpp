@@ -240,6 +240,23 @@ std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &r
   return failure;
 }
 
+std::vector<std::string> executed_files() {
+  PyObject *function = driver("executed_files");
+  PyObject *result = PyObject_CallNoArgs(function);
+  Py_DECREF(function);
+  if (!result || !PyList_Check(result)) {
+    Py_XDECREF(result);
+    throw std::runtime_error("shardproof's Python runtime failed: " +
+                             python_error_text());
+  }
+  std::vector<std::string> files;
+  for (Py_ssize_t i = 0; i < PyList_Size(result); ++i)
+    if (const char *file = PyUnicode_AsUTF8(PyList_GetItem(result, i)))
+      files.push_back(file);
+  Py_DECREF(result);
+  return files;
+}
+
 std::string virtual_environment_packages(const std::string &venv) {
   namespace fs = std::filesystem;
   std::string version =

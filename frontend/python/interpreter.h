@@ -58,6 +58,11 @@ int run_python_script(const std::string &path, const std::vector<std::string> &a
 std::optional<TraceFailure> trace_rank(terms::TermStore &store, const RankRun &run,
                                        terms::VarKind leaf_kind, ir::Trace &out);
 
+// The source files of the user modules the last traced run imported (not
+// shardproof's stand-ins or what was loaded before the first run): with the
+// target's own file, what `--diff` compares against the changed files.
+std::vector<std::string> executed_files();
+
 // The site-packages folder of the virtual environment at `venv` for this
 // interpreter's Python version. Throws std::invalid_argument naming what is
 // wrong (no such folder: a venv of another Python version, or none).

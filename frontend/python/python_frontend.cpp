@@ -378,6 +378,7 @@ TracedProgram PythonFrontend::trace(terms::TermStore &store, const Target &targe
   if (!target.environment.empty()) // a recipe that builds a framework tree
     mark_harness(program, target.path);
   program.sources = read_sources(program);
+  program.executed_files = executed_files();
   return program;
 }
 

@@ -24,12 +24,15 @@ std::string source_path(const std::string &relative) {
 }
 
 CliResult run_cli(const std::vector<std::string> &args) {
+  return run_cli_in(SHARDPROOF_SOURCE_DIR, args);
+}
+
+CliResult run_cli_in(const std::string &dir, const std::vector<std::string> &args) {
   char err_template[] = "/tmp/shardproof-stderr-XXXXXX";
   int fd = mkstemp(err_template);
   close(fd);
   // Run from the source tree so reported paths are relative, as for a user.
-  std::string cmd =
-      "cd " + quote(SHARDPROOF_SOURCE_DIR) + " && " + quote(SHARDPROOF_BINARY);
+  std::string cmd = "cd " + quote(dir) + " && " + quote(SHARDPROOF_BINARY);
   for (const auto &a : args)
     cmd += " " + quote(a);
   cmd += " 2>" + quote(err_template);

@@ -14,6 +14,8 @@ struct CliResult {
 };
 
 CliResult run_cli(const std::vector<std::string> &args);
+// The same, run from the folder `dir` (a fixture repository, a config's).
+CliResult run_cli_in(const std::string &dir, const std::vector<std::string> &args);
 
 // Absolute path of a file in the source tree.
 std::string source_path(const std::string &relative);

@@ -65,6 +65,19 @@ def _purge_user_modules():
                 delattr(sys.modules[parent], child)
 
 
+def executed_files():
+    """The files of the user modules the last run imported (those loaded
+    after shardproof's own, at the first run): --diff selects by them."""
+    files = set()
+    for name, module in list(sys.modules.items()):
+        if _BASELINE_MODULES is not None and name in _BASELINE_MODULES:
+            continue
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file.endswith(".py"):
+            files.add(os.path.abspath(file))
+    return sorted(files)
+
+
 def _load(path):
     if not os.path.exists(path):
         raise HarnessError(path, 0, "no such file")
