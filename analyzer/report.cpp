@@ -337,8 +337,11 @@ void write_github(std::ostream &out, const std::vector<TargetResult> &results) {
                  fmt::format("{} {}", f.rule_id(), checkers::rule(f.rule).name), message)
           << "\n";
     }
+    // Under a refutation, what could not be proved mostly follows from it
+    // (a value of the hung collective): the summary line counts it.
     for (const auto &o : r.obligations)
-      if (o.verdict.kind == Verdict::Kind::Unknown)
+      if (o.verdict.kind == Verdict::Kind::Unknown &&
+          r.verdict() != TargetVerdict::Refuted)
         out << github_command(
                    "warning", o.loc, "shardproof: could not prove",
                    fmt::format("could not prove {}: {}", o.name, o.verdict.why))
