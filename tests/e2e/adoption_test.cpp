@@ -10,24 +10,14 @@
 #include <fstream>
 #include <sstream>
 
+using shardproof::testing::read_text;
 using shardproof::testing::run_cli_in;
 using shardproof::testing::source_path;
+using shardproof::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
 const std::string kFixture = "tests/fixtures/row_parallel_bias_before_reduce/";
-
-std::string read(const fs::path &path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write(const fs::path &path, const std::string &text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
 
 // A project folder with the buggy fixture as model.py and a pyproject.toml.
 struct Project {
@@ -35,8 +25,8 @@ struct Project {
   explicit Project(const std::string &config) {
     std::string name = (fs::temp_directory_path() / "shardproof-project-XXXXXX").string();
     root = mkdtemp(name.data());
-    write(root / "model.py", read(source_path(kFixture + "buggy.py")));
-    write(root / "pyproject.toml", config);
+    write_text(root / "model.py", read_text(source_path(kFixture + "buggy.py")));
+    write_text(root / "pyproject.toml", config);
     fs::create_directories(root / "sub" / "folder");
   }
   ~Project() { fs::remove_all(root); }
@@ -94,12 +84,12 @@ TEST(Baseline, KnownFindingsPassNewOnesFailAndLineShiftsKeepThem) {
   const std::string root = project.root.string();
   auto written = run_cli_in(root, {"check", "--write-baseline", "baseline.json"});
   EXPECT_EQ(written.exit_code, 0) << written.out << written.err;
-  auto baseline = nlohmann::json::parse(read(project.root / "baseline.json"));
+  auto baseline = nlohmann::json::parse(read_text(project.root / "baseline.json"));
   ASSERT_EQ(baseline["findings"].size(), 1u);
   EXPECT_EQ(baseline["findings"][0]["rule_id"], "SP001");
   // Lines added above the finding: the same fingerprint, still known.
-  write(project.root / "model.py",
-        "# a new header\n\n" + read(project.root / "model.py"));
+  write_text(project.root / "model.py",
+             "# a new header\n\n" + read_text(project.root / "model.py"));
   auto known =
       run_cli_in(root, {"check", "--baseline", "baseline.json", "--format", "json"});
   EXPECT_EQ(known.exit_code, 0) << known.out << known.err;
@@ -107,7 +97,7 @@ TEST(Baseline, KnownFindingsPassNewOnesFailAndLineShiftsKeepThem) {
   // Without the baseline the finding fails the run.
   EXPECT_EQ(run_cli_in(root, {"check"}).exit_code, 1);
   // A new bug elsewhere is not in the baseline: it fails.
-  write(project.root / "other.py", read(source_path("examples/tp_mlp.py")));
+  write_text(project.root / "other.py", read_text(source_path("examples/tp_mlp.py")));
   auto fresh = run_cli_in(root, {"check", "model.py", "other.py::entry_missing_allreduce",
                                  "--baseline", "baseline.json", "--format", "json"});
   EXPECT_EQ(fresh.exit_code, 1) << fresh.out << fresh.err;
@@ -118,7 +108,7 @@ TEST(Baseline, KnownFindingsPassNewOnesFailAndLineShiftsKeepThem) {
 
 TEST(Baseline, NotABaselineIsAnErrorNamingTheFile) {
   Project project("[tool.shardproof]\ntargets = [\"model.py\"]\n");
-  write(project.root / "broken.json", "{\n  \"findings\": [\n");
+  write_text(project.root / "broken.json", "{\n  \"findings\": [\n");
   auto r = run_cli_in(project.root.string(), {"check", "--baseline", "broken.json"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("broken.json: not a baseline"), std::string::npos) << r.err;

@@ -12,25 +12,15 @@
 #include <regex>
 #include <sstream>
 
+using shardproof::testing::read_text;
 using shardproof::testing::run_cli;
 using shardproof::testing::run_cli_in;
 using shardproof::testing::source_path;
+using shardproof::testing::write_text;
 namespace fs = std::filesystem;
 
 namespace {
 const std::string kBuggy = "tests/fixtures/row_parallel_bias_before_reduce/buggy.py";
-
-std::string read(const fs::path &path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write(const fs::path &path, const std::string &text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
 
 // A fresh folder under the system's temporary one, removed after the test.
 struct TempDir {
@@ -56,13 +46,14 @@ std::string stable(std::string report) {
 void expect_snapshot(const std::string &relative, const std::string &report) {
   std::string path = source_path(relative);
   if (std::getenv("SHARDPROOF_UPDATE_SNAPSHOTS")) {
-    write(path, report);
+    write_text(path, report);
     return;
   }
   ASSERT_TRUE(fs::exists(path))
       << "no snapshot " << relative << ": run with SHARDPROOF_UPDATE_SNAPSHOTS=1";
-  EXPECT_EQ(read(path), report) << relative << " differs: if the new report is right, "
-                                << "rerun with SHARDPROOF_UPDATE_SNAPSHOTS=1";
+  EXPECT_EQ(read_text(path), report)
+      << relative << " differs: if the new report is right, "
+      << "rerun with SHARDPROOF_UPDATE_SNAPSHOTS=1";
 }
 } // namespace
 
@@ -118,13 +109,13 @@ TEST(PremergeFormats, GithubCommandsEscapeAsGithubDocuments) {
 TEST(PremergeOutput, FilesAreWrittenWholeAndReplaced) {
   TempDir dir;
   fs::path sarif = dir.path / "report.sarif", json = dir.path / "report.json";
-  write(sarif, "stale");
+  write_text(sarif, "stale");
   auto r = run_cli({"check", kBuggy, "--format", "github,sarif:" + sarif.string(),
                     "--output", json.string()});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(r.out.empty()) << "github went to --output, nothing to stdout: " << r.out;
-  EXPECT_NE(read(json).find("::error file="), std::string::npos);
-  EXPECT_EQ(nlohmann::json::parse(read(sarif))["version"], "2.1.0");
+  EXPECT_NE(read_text(json).find("::error file="), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(read_text(sarif))["version"], "2.1.0");
   std::size_t entries = std::distance(fs::directory_iterator(dir.path), {});
   EXPECT_EQ(entries, 2u) << "a temporary file was left behind";
   auto unwritable = run_cli({"check", kBuggy, "--output", "/nonexistent/folder/r.txt"});
@@ -164,9 +155,9 @@ TEST(PremergeSuppression, NoqaCodesSuppressLikeShardproofIgnore) {
   EXPECT_EQ(doc["suppressed"][0]["rule_id"], "SP002");
   // A bare `# noqa` names no rule: the finding stands.
   TempDir dir;
-  std::string text = read(source_path("tests/e2e/frontend/suppressed_noqa.py"));
+  std::string text = read_text(source_path("tests/e2e/frontend/suppressed_noqa.py"));
   text = std::regex_replace(text, std::regex("# noqa: E501, SP002"), "# noqa");
-  write(dir.path / "bare.py", text);
+  write_text(dir.path / "bare.py", text);
   auto bare = run_cli({"check", (dir.path / "bare.py").string(), "--format", "json"});
   EXPECT_EQ(bare.exit_code, 1) << bare.out << bare.err;
 }

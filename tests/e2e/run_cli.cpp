@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -18,6 +19,18 @@ std::string quote(const std::string &s) {
   return out + "'";
 }
 } // namespace
+
+std::string read_text(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const std::string &path, const std::string &text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
 
 std::string source_path(const std::string &relative) {
   return std::string(SHARDPROOF_SOURCE_DIR) + "/" + relative;

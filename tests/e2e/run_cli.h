@@ -17,6 +17,11 @@ CliResult run_cli(const std::vector<std::string> &args);
 // The same, run from the folder `dir` (a fixture repository, a config's).
 CliResult run_cli_in(const std::string &dir, const std::vector<std::string> &args);
 
+// A file's whole text ("" when it cannot be read), and writing one (its
+// folders made first), for tests that build projects of their own.
+std::string read_text(const std::string &path);
+void write_text(const std::string &path, const std::string &text);
+
 // Absolute path of a file in the source tree.
 std::string source_path(const std::string &relative);
 
