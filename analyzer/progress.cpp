@@ -17,11 +17,13 @@ void Progress::start_target(std::size_t index, std::size_t count, std::string na
 
 void Progress::obligation_done() {
   ++done_;
-  draw(fmt::format("{} obligation{} done", done_, done_ == 1 ? "" : "s"));
+  // Proof attempts, not obligations: a path's coverage and the search for
+  // an uncovered input are proofs too; the total is known at the end.
+  draw(fmt::format("{} proof{} tried", done_, done_ == 1 ? "" : "s"));
 }
 
 void Progress::finish_target(std::size_t total) {
-  draw(fmt::format("{}/{} obligations done", total, total));
+  draw(fmt::format("{} obligation{} checked", total, total == 1 ? "" : "s"));
 }
 
 void Progress::draw(const std::string &obligations) {

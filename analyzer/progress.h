@@ -18,9 +18,9 @@ public:
 
   // Target `index` (0-based) of `count`, shown as `name`, starts.
   void start_target(std::size_t index, std::size_t count, std::string name);
-  // An obligation's proof attempt finished.
+  // A proof attempt finished (of an obligation, or of a path's coverage).
   void obligation_done();
-  // The target finished with `total` obligations: "total/total".
+  // The target finished with `total` obligations.
   void finish_target(std::size_t total);
   // Erases the progress line (before the report is printed).
   void clear();

@@ -161,3 +161,24 @@ TEST(PremergeSuppression, NoqaCodesSuppressLikeShardproofIgnore) {
   auto bare = run_cli({"check", (dir.path / "bare.py").string(), "--format", "json"});
   EXPECT_EQ(bare.exit_code, 1) << bare.out << bare.err;
 }
+
+// Progress is drawn on a terminal's stderr only (`script` gives the run a
+// pseudo-terminal), never into logs and pipes.
+TEST(PremergeProgress, DrawnOnATerminalOnly) {
+  std::string command = "cd '" SHARDPROOF_SOURCE_DIR
+                        "' && script -qec \"'" SHARDPROOF_BINARY "' check " +
+                        kBuggy + " >/dev/null\" /dev/null";
+  FILE *pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string terminal;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    terminal.append(buffer, n);
+  pclose(pipe);
+  EXPECT_NE(terminal.find("[1/1] " + kBuggy + "::entry: "), std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("9 obligations checked"), std::string::npos) << terminal;
+  auto piped = run_cli({"check", kBuggy});
+  EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find("[1/1]"), std::string::npos) << piped.err;
+}
