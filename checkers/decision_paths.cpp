@@ -1,7 +1,7 @@
 #include "checkers/decision_paths.h"
 
 #include "models/terms/evaluate.h"
-#include "models/terms/normal_form.h"
+#include "models/terms/structural_form.h"
 #include "models/terms/witness.h"
 
 #include <algorithm>
@@ -77,8 +77,9 @@ prover::Verdict prove_coverage(terms::TermStore &store,
                                prover::Prover &prover, prover::Prover &search) {
   auto decisions = over_first_reference(store, paths);
   // Keyed by canonical form: a rank's linked value (a sum of partial sums)
-  // is the same free real as the reference's equal one.
-  terms::Normalizer normalizer(store);
+  // is the same free real as the reference's equal one. The structural form:
+  // a gradient norm's polynomial expansion exceeds any budget.
+  terms::StructuralNormalizer normalizer(store);
   std::map<TermId, TermId> free_reals;
   auto abstracted = [&](TermId value) {
     if (store.is_concrete(value))

@@ -88,12 +88,41 @@ StructuralNormalizer::Lin StructuralNormalizer::sum(const std::vector<LinPtr> &p
   for (std::size_t i = 0; i < parts.size(); ++i)
     for (const auto &[atom, coeff] : *parts[i])
       total[atom] += i + 1 == parts.size() ? coeff * scale_last : coeff;
+  merge_choices(total);
   Lin out;
   for (auto &[atom, coeff] : total)
     if (coeff != 0)
       out.emplace_back(atom, std::move(coeff));
   charge(out.size());
   return out;
+}
+
+// c1 ite(p, a, b) + c2 ite(p, d, e) = ite(p, c1 a + c2 d, c1 b + c2 e): the
+// indicators of a branch's two sides sum to 1 (paths that cover every input).
+void StructuralNormalizer::merge_choices(std::map<TermId, mpq_class> &total) {
+  std::map<TermId, std::vector<TermId>> by_condition;
+  for (const auto &[atom, coeff] : total)
+    if (coeff != 0 && store_.node(atom).op == Op::Ite)
+      by_condition[store_.node(atom).args[0]].push_back(atom);
+  for (const auto &[condition, atoms] : by_condition) {
+    if (atoms.size() < 2)
+      continue;
+    std::vector<LinPtr> then_parts, else_parts;
+    for (TermId atom : atoms) {
+      const Node n = store_.node(atom);
+      Lin scaled_then = *lin(n.args[1]), scaled_else = *lin(n.args[2]);
+      for (auto &entry : scaled_then)
+        entry.second *= total[atom];
+      for (auto &entry : scaled_else)
+        entry.second *= total[atom];
+      then_parts.push_back(std::make_shared<const Lin>(std::move(scaled_then)));
+      else_parts.push_back(std::make_shared<const Lin>(std::move(scaled_else)));
+      total.erase(atom);
+    }
+    TermId merged = store_.ite(condition, build(sum(then_parts)), build(sum(else_parts)));
+    for (const auto &[atom, coeff] : of_atom(merged))
+      total[atom] += coeff;
+  }
 }
 
 // A factor with one term contributes its coefficient and its atom's

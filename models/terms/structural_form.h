@@ -9,11 +9,13 @@
 // inv(0) = 0): associativity and commutativity of + and *, c (a + b) =
 // c a + c b for a constant c, inv(inv(x)) = x, inv(x y) = inv(x) inv(y),
 // x inv(x) = 1 for a provably positive x, sqrt(x)^2 = x for a provably
-// non-negative x, and the lattice laws of max and min.
+// non-negative x, the lattice laws of max and min, and ite(p, a, b) +
+// ite(p, c, d) = ite(p, a + c, b + d).
 #pragma once
 
 #include "models/terms/term_store.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -47,6 +49,7 @@ private:
   LinPtr lin(TermId term);
   Lin compute(TermId term);
   Lin sum(const std::vector<LinPtr> &parts, const mpq_class &scale_last = 1);
+  void merge_choices(std::map<TermId, mpq_class> &total);
   Lin product(const std::vector<LinPtr> &factors);
   Lin finish_product(mpq_class coeff, std::vector<TermId> factors);
   Lin inverse(const Lin &l);

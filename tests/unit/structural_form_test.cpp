@@ -164,3 +164,20 @@ TEST(StructuralForm, ComparisonsDecidedBySignFold) {
   EXPECT_NE(n.normalize(s.lt(minus_one, x)), s.one());
   EXPECT_EQ(n.normalize(s.ite(s.lt(norm, minus_one), x, y)), n.normalize(y));
 }
+
+TEST(StructuralForm, ChoicesOnOneConditionMerge) {
+  // The indicators of a branch's two sides sum to 1: two paths that cover
+  // every input. Choices on different conditions stay apart.
+  TermStore s;
+  StructuralNormalizer n(s);
+  TermId a = s.var("a", VarKind::Reference), b = s.var("b", VarKind::Reference);
+  TermId p = s.lt(a, s.constant(1)), q = s.lt(b, s.constant(1));
+  TermId both = s.add(s.ite(p, s.one(), s.zero()), s.ite(p, s.zero(), s.one()));
+  EXPECT_EQ(n.normalize(both), s.one());
+  EXPECT_EQ(n.normalize(s.min(both, s.one())), s.one());
+  TermId scaled = s.add(s.mul(s.constant(2), s.ite(p, a, s.zero())), s.ite(p, b, a));
+  EXPECT_EQ(n.normalize(scaled),
+            n.normalize(s.ite(p, s.add(s.mul(s.constant(2), a), b), a)));
+  EXPECT_NE(n.normalize(s.add(s.ite(p, s.one(), s.zero()), s.ite(q, s.zero(), s.one()))),
+            s.one());
+}

@@ -31,8 +31,22 @@ class Size(tuple):
 
 class device:
     def __init__(self, kind="cpu", index=None):
-        self.type = str(kind).split(":")[0]
-        self.index = index
+        if isinstance(kind, device):
+            kind, index = kind.type, kind.index
+        elif isinstance(kind, int):  # torch.device(0) is cuda:0
+            kind, index = "cuda", kind
+        kind, _, number = str(kind).partition(":")
+        self.type = kind
+        self.index = int(number) if number and index is None else index
+
+    # `with torch.device(d):` makes d the default device of factory
+    # functions. Every tensor here is symbolic and devices hold no values,
+    # so the block runs unchanged.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
     def __repr__(self):
         return f"device(type='{self.type}')"
