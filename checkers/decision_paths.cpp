@@ -44,9 +44,12 @@ over_first_reference(terms::TermStore &store, const std::vector<PathDecisions> &
 
 // tie_free * min(sum of guards, 1) == tie_free, each compared value read
 // through `key` (itself, or a free real standing for it).
+// `domain` (read after the keys are made) is 1 where the free reals can
+// take their values and 0 elsewhere.
 prover::Verdict prove_covered(terms::TermStore &store,
                               const std::vector<std::vector<Decision>> &paths,
                               const std::function<TermId(TermId)> &key,
+                              const std::function<TermId()> &domain,
                               prover::Prover &prover) {
   TermId covered = store.zero(), tie_free = store.one();
   std::set<std::pair<TermId, TermId>> compared;
@@ -66,6 +69,7 @@ prover::Verdict prove_covered(terms::TermStore &store,
   for (const auto &[a, b] : compared) // 0 exactly where a == b; nested, as path_guard
     tie_free = store.ite(store.lt(a, b), tie_free,
                          store.ite(store.lt(b, a), tie_free, store.zero()));
+  tie_free = store.mul(domain(), tie_free);
   TermId lhs[] = {store.mul(tie_free, store.min(covered, store.one()))};
   TermId rhs[] = {tie_free};
   return prover.prove(store, lhs, rhs);
@@ -81,23 +85,32 @@ prover::Verdict prove_coverage(terms::TermStore &store,
   // a gradient norm's polynomial expansion exceeds any budget.
   terms::StructuralNormalizer normalizer(store);
   std::map<TermId, TermId> free_reals;
+  // A free real standing for a value of known sign keeps it (a gradient
+  // norm is never below 0, so no path need cover that).
+  TermId domain = store.one();
   auto abstracted = [&](TermId value) {
     if (store.is_concrete(value))
       return value;
     auto [it, fresh] =
         free_reals.try_emplace(normalizer.normalize(value).value_or(value), 0);
-    if (fresh)
+    if (fresh) {
       it->second = store.var("compared#" + std::to_string(free_reals.size()),
                              terms::VarKind::Reference);
+      if (terms::provably_nonnegative(store, value))
+        domain = store.mul(domain, store.ite(store.lt(it->second, store.zero()),
+                                             store.zero(), store.one()));
+    }
     return it->second;
   };
-  prover::Verdict ordering = prove_covered(store, decisions, abstracted, prover);
+  prover::Verdict ordering = prove_covered(
+      store, decisions, abstracted, [&] { return domain; }, prover);
   if (ordering.kind == prover::Verdict::Kind::Proved) {
     ordering.method = "orderings of the compared values, " + ordering.method;
     return ordering;
   }
   return prove_covered(
-      store, decisions, [](TermId value) { return value; }, search);
+      store, decisions, [](TermId value) { return value; }, [&] { return store.one(); },
+      search);
 }
 
 std::optional<std::map<std::string, double, std::less<>>>

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 
 using shardproof::testing::run_cli;
@@ -85,4 +87,78 @@ TEST(LaunchCli, AScriptThatDoesNotTrainIsNotALaunch) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("convert.py is not a training launch"), std::string::npos)
       << r.err;
+}
+
+namespace {
+// A Megatron-LM checkout with its training entry scripts (MEGATRON_ROOT):
+// the megatron-core release CI installs has no megatron/training, so
+// without such a tree these tests say so and skip.
+std::optional<fs::path> megatron_tree() {
+  const char *root = std::getenv("MEGATRON_ROOT");
+  if (!root || !fs::exists(fs::path(root) / "pretrain_gpt.py") ||
+      !fs::exists(fs::path(root) / "megatron" / "training"))
+    return std::nullopt;
+  return fs::path(root);
+}
+
+// The tree with one file's text replaced, in a folder of hard links (the
+// edited file is written anew, so the tree itself is never touched).
+fs::path tree_with(const fs::path &root, const std::string &file, const std::string &from,
+                   const std::string &to) {
+  fs::path copy = fs::temp_directory_path() / "shardproof_megatron_injected";
+  fs::remove_all(copy);
+  fs::copy(root, copy, fs::copy_options::recursive | fs::copy_options::create_hard_links);
+  std::ifstream in(root / file);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from << " not in " << file;
+  if (at != std::string::npos)
+    text.replace(at, from.size(), to);
+  fs::remove(copy / file);
+  std::ofstream(copy / file) << text;
+  return copy;
+}
+
+const char *kDataParallelLaunch = "tests/e2e/launch/megatron/gpt_dp_noclip.args";
+} // namespace
+
+// The whole step of a 2-layer GPT under data parallelism with the
+// distributed optimizer: loss, every gradient where its rank owns it, the
+// norm and every stepped parameter, each against world 1.
+TEST(MegatronLaunch, DataParallelStepWithTheDistributedOptimizerIsProved) {
+  auto root = megatron_tree();
+  if (!root)
+    GTEST_SKIP() << "MEGATRON_ROOT names no Megatron-LM checkout with pretrain_gpt.py";
+  auto r = run_cli({"check", root->string(), "--launch", source_path(kDataParallelLaunch),
+                    "--world", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("--world 2: proved ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 refuted, 0 could not prove"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("proved: step: 'chunks.0.module.decoder.final_layernorm.weight'"),
+            std::string::npos)
+      << r.out;
+}
+
+// The same launch where the schedule no longer divides each micro-batch's
+// loss by the number of micro-batches: the reference sums 4 micro-batches,
+// each rank 2 before data parallelism averages, so every gradient is half
+// the reference's (SP005). Steps may stay "could not prove": Adam's first
+// step hardly depends on the gradient's scale.
+TEST(MegatronLaunch, AMicroBatchLossLeftUnaveragedIsRefuted) {
+  auto root = megatron_tree();
+  if (!root)
+    GTEST_SKIP() << "MEGATRON_ROOT names no Megatron-LM checkout with pretrain_gpt.py";
+  fs::path buggy = tree_with(*root, "megatron/core/pipeline_parallel/schedules.py",
+                             "output_tensor /= torch.clamp(num_tokens, min=1)\n"
+                             "                    output_tensor /= num_microbatches",
+                             "output_tensor /= torch.clamp(num_tokens, min=1)");
+  auto r = run_cli({"check", buggy.string(), "--launch", source_path(kDataParallelLaunch),
+                    "--world", "2", "--timeout", "3"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("--world 2: refuted ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is the reference times 1/2 on every rank"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[SP005]"), std::string::npos) << r.out;
+  fs::remove_all(buggy);
 }

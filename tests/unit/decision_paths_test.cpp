@@ -112,3 +112,26 @@ TEST(DecisionPaths, SamplingFindsTheRoutingNoCheckedPathTakes) {
   paths.push_back(routing(false, true));
   EXPECT_FALSE(checkers::sampled_uncovered_point(s, paths, 3, 256));
 }
+
+// Megatron's gradient clipping: `norm == -1` (no rank has a norm) is never
+// taken, since a norm is never negative; `clip_coeff < 1` and its other side
+// are both checked. The free real standing for the norm keeps its sign.
+TEST(DecisionPaths, AValueOfKnownSignNeedsNoPathBelowZero) {
+  TermStore s;
+  TermId x = s.var("x", VarKind::Reference), y = s.var("y", VarKind::Reference);
+  ir::Trace run = run_of({x, y});
+  TermId norm = s.app(Fn::Sqrt, s.add(s.mul(x, x), s.mul(y, y)));
+  TermId coeff = s.inv(s.add(norm, s.constant(mpq_class(1, 1000000))));
+  TermId not_missing = s.lt(s.constant(-1), norm);
+  TermId clipped = s.lt(coeff, s.one());
+  Verdict v = coverage(s, {{&run, {{not_missing, true}, {clipped, true}}},
+                           {&run, {{not_missing, true}, {clipped, false}}}});
+  EXPECT_EQ(v.kind, Verdict::Kind::Proved) << v.why;
+  EXPECT_TRUE(v.method.starts_with("orderings of the compared values")) << v.method;
+
+  // Without the sign (x itself compared), x < -1 is an input no path takes.
+  TermId x_not_missing = s.lt(s.constant(-1), x);
+  Verdict unsigned_value = coverage(s, {{&run, {{x_not_missing, true}, {clipped, true}}},
+                                        {&run, {{x_not_missing, true}, {clipped, false}}}});
+  EXPECT_EQ(unsigned_value.kind, Verdict::Kind::Refuted);
+}
