@@ -6,17 +6,7 @@
 namespace shardproof::terms {
 
 std::optional<TermId> Normalizer::normalize(TermId term) {
-  try {
-    return build(*poly(term));
-  } catch (const BudgetExceeded &) {
-    return std::nullopt;
-  }
-}
-
-void Normalizer::charge(std::size_t monomials) {
-  spent_ += monomials;
-  if (spent_ > budget_)
-    throw BudgetExceeded{};
+  return WorkBudget::bounded([&] { return build(*poly(term)); });
 }
 
 Normalizer::PolyPtr Normalizer::poly(TermId term) {
@@ -39,12 +29,12 @@ Normalizer::Poly Normalizer::add(const Poly &a, const Poly &b, const mpq_class &
     if (slot == 0)
       out.erase(mono);
   }
-  charge(out.size());
+  budget_.charge(out.size());
   return out;
 }
 
 Normalizer::Poly Normalizer::multiply(const Poly &a, const Poly &b) {
-  charge(a.size() * b.size());
+  budget_.charge(a.size() * b.size());
   Poly out;
   for (const auto &[ma, ca] : a)
     for (const auto &[mb, cb] : b) {

@@ -8,6 +8,7 @@
 // exp(a + b) = exp(a) exp(b).
 #pragma once
 
+#include "models/terms/budget.h"
 #include "models/terms/term_store.h"
 
 #include <map>
@@ -29,7 +30,6 @@ private:
   using Monomial = std::vector<std::pair<TermId, std::uint32_t>>; // sorted atoms
   using Poly = std::map<Monomial, mpq_class>;
   using PolyPtr = std::shared_ptr<const Poly>;
-  struct BudgetExceeded {};
 
   PolyPtr poly(TermId term);
   PolyPtr compute(TermId term);
@@ -43,11 +43,9 @@ private:
   Poly square_roots_squared(Poly p);
   TermId comparison(bool strict, const Poly &a, const Poly &b);
   TermId build(const Poly &p);
-  void charge(std::size_t monomials);
 
   TermStore &store_;
-  std::size_t budget_;
-  std::size_t spent_ = 0;
+  WorkBudget budget_;
   std::unordered_map<TermId, PolyPtr> memo_;
   std::unordered_map<TermId, bool> positive_;
 };

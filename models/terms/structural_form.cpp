@@ -21,24 +21,14 @@ std::optional<bool> comparison_by_sign(const TermStore &store, const mpq_class &
 }
 
 std::optional<TermId> StructuralNormalizer::normalize(TermId term) {
-  try {
-    return build(*lin(term));
-  } catch (const BudgetExceeded &) {
-    return std::nullopt;
-  }
-}
-
-void StructuralNormalizer::charge(std::size_t entries) {
-  spent_ += entries;
-  if (spent_ > budget_)
-    throw BudgetExceeded{};
+  return WorkBudget::bounded([&] { return build(*lin(term)); });
 }
 
 StructuralNormalizer::LinPtr StructuralNormalizer::lin(TermId term) {
   if (auto it = memo_.find(term); it != memo_.end())
     return it->second;
   auto computed = std::make_shared<const Lin>(compute(term));
-  charge(computed->size());
+  budget_.charge(computed->size());
   memo_.emplace(term, computed);
   return computed;
 }
@@ -93,7 +83,7 @@ StructuralNormalizer::Lin StructuralNormalizer::sum(const std::vector<LinPtr> &p
   for (auto &[atom, coeff] : total)
     if (coeff != 0)
       out.emplace_back(atom, std::move(coeff));
-  charge(out.size());
+  budget_.charge(out.size());
   return out;
 }
 

@@ -13,6 +13,7 @@
 // ite(p, c, d) = ite(p, a + c, b + d).
 #pragma once
 
+#include "models/terms/budget.h"
 #include "models/terms/term_store.h"
 
 #include <map>
@@ -44,7 +45,6 @@ private:
   // store.one() carries the constant. No zero coefficient.
   using Lin = std::vector<std::pair<TermId, mpq_class>>;
   using LinPtr = std::shared_ptr<const Lin>;
-  struct BudgetExceeded {};
 
   LinPtr lin(TermId term);
   Lin compute(TermId term);
@@ -63,11 +63,9 @@ private:
   bool cancel(mpq_class &coeff, std::vector<TermId> &factors);
   TermId sum_atom(const Lin &l, mpq_class &lead);
   TermId build(const Lin &l);
-  void charge(std::size_t entries);
 
   TermStore &store_;
-  std::size_t budget_;
-  std::size_t spent_ = 0;
+  WorkBudget budget_;
   std::unordered_map<TermId, LinPtr> memo_;
   std::unordered_map<TermId, bool> positive_;
 };
