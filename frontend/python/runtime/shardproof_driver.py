@@ -72,7 +72,9 @@ def executed_files():
     for name, module in list(sys.modules.items()):
         if _BASELINE_MODULES is not None and name in _BASELINE_MODULES:
             continue
-        file = getattr(module, "__file__", None)
+        # Read from the namespace: a stand-in module (a loaded extension)
+        # fails closed on attributes it does not model, __file__ among them.
+        file = getattr(module, "__dict__", {}).get("__file__")
         if isinstance(file, str) and file.endswith(".py"):
             files.add(os.path.abspath(file))
     return sorted(files)
