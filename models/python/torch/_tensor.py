@@ -42,9 +42,11 @@ class device:
     # `with torch.device(d):` makes d the default device of factory
     # functions. Every tensor here is symbolic and devices hold no values,
     # so the block runs unchanged.
+    @_tracing.no_effect(function="devices hold no values: the block runs unchanged")
     def __enter__(self):
         return self
 
+    @_tracing.no_effect(exc="an exception in the block propagates, as in PyTorch")
     def __exit__(self, *exc):
         return False
 
