@@ -28,13 +28,6 @@ std::vector<std::string> read_lines(const std::string &path) {
   return lines;
 }
 
-std::string read_file(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Compares the generated page with the committed one, or rewrites it.
 void check_page(const std::string &relative, const std::string &generated) {
   std::string path = source_path(relative);
@@ -43,7 +36,7 @@ void check_page(const std::string &relative, const std::string &generated) {
     std::ofstream(path) << generated;
     return;
   }
-  EXPECT_EQ(read_file(path), generated)
+  EXPECT_EQ(shardproof::testing::read_text(path), generated)
       << relative << " is stale: rerun this test with SHARDPROOF_UPDATE_DOCS=1";
 }
 
