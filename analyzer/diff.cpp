@@ -119,7 +119,8 @@ std::size_t place_on_changed_lines(std::vector<TargetResult> &results,
       if (on_change == f.notes.end())
         continue;
       checkers::Finding::Note was{
-          f.loc, "the finding's own place; the changed line it is shown on lies on its path"};
+          f.loc,
+          "the finding's own place; the changed line it is shown on lies on its path"};
       f.loc = on_change->loc;
       f.message += fmt::format(" (on this changed line: {})", on_change->message);
       f.notes.erase(on_change);

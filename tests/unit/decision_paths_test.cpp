@@ -131,7 +131,8 @@ TEST(DecisionPaths, AValueOfKnownSignNeedsNoPathBelowZero) {
 
   // Without the sign (x itself compared), x < -1 is an input no path takes.
   TermId x_not_missing = s.lt(s.constant(-1), x);
-  Verdict unsigned_value = coverage(s, {{&run, {{x_not_missing, true}, {clipped, true}}},
-                                        {&run, {{x_not_missing, true}, {clipped, false}}}});
+  Verdict unsigned_value =
+      coverage(s, {{&run, {{x_not_missing, true}, {clipped, true}}},
+                   {&run, {{x_not_missing, true}, {clipped, false}}}});
   EXPECT_EQ(unsigned_value.kind, Verdict::Kind::Refuted);
 }
