@@ -307,32 +307,11 @@ Normalizer::PolyPtr Normalizer::compute(TermId term) {
   }
   case Op::Max:
   case Op::Min: {
-    // max is associative, commutative and idempotent: flatten nested maxima
-    // of the same kind, drop duplicates, sort, and fold the constants.
-    std::vector<TermId> flat;
-    std::optional<mpq_class> constant;
-    std::vector<TermId> todo(node.args.rbegin(), node.args.rend());
-    while (!todo.empty()) {
-      TermId arg = build(*poly(todo.back()));
-      todo.pop_back();
-      const Node &a = store_.node(arg);
-      if (a.op == node.op) {
-        todo.insert(todo.end(), a.args.rbegin(), a.args.rend());
-      } else if (store_.is_const(arg)) {
-        const mpq_class &v = store_.const_value(arg);
-        if (!constant || (node.op == Op::Max ? *constant < v : v < *constant))
-          constant = v;
-      } else {
-        flat.push_back(arg);
-      }
-    }
-    if (constant)
-      flat.push_back(store_.constant(*constant));
-    std::sort(flat.begin(), flat.end());
-    flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
-    if (flat.size() == 1)
-      return poly(flat[0]);
-    return make(atom(store_.lattice(node.op, flat)));
+    std::vector<TermId> args;
+    for (TermId arg : node.args)
+      args.push_back(build(*poly(arg)));
+    TermId flat = flat_lattice(store_, node.op, args);
+    return store_.node(flat).op == node.op ? make(atom(flat)) : poly(flat);
   }
   case Op::Ite: {
     TermId cond = build(*poly(node.args[0]));

@@ -253,33 +253,36 @@ StructuralNormalizer::Lin StructuralNormalizer::comparison(bool strict, TermId a
   return of_atom(strict ? store_.lt(store_.zero(), rhs) : store_.le(store_.zero(), rhs));
 }
 
-// max and min are associative, commutative and idempotent: nested ones of
-// the same kind flatten, duplicates go, constants fold.
-StructuralNormalizer::Lin StructuralNormalizer::lattice(const Node &node) {
+TermId flat_lattice(TermStore &store, Op op, std::span<const TermId> canonical_args) {
   std::vector<TermId> flat;
   std::optional<mpq_class> constant;
-  std::vector<TermId> todo;
-  for (auto it = node.args.rbegin(); it != node.args.rend(); ++it)
-    todo.push_back(build(*lin(*it)));
+  std::vector<TermId> todo(canonical_args.rbegin(), canonical_args.rend());
   while (!todo.empty()) {
     TermId arg = todo.back();
     todo.pop_back();
-    const Node &a = store_.node(arg);
-    if (a.op == node.op) {
+    const Node &a = store.node(arg);
+    if (a.op == op) {
       todo.insert(todo.end(), a.args.rbegin(), a.args.rend());
-    } else if (store_.is_const(arg)) {
-      const mpq_class &v = store_.const_value(arg);
-      if (!constant || (node.op == Op::Max ? *constant < v : v < *constant))
+    } else if (store.is_const(arg)) {
+      const mpq_class &v = store.const_value(arg);
+      if (!constant || (op == Op::Max ? *constant < v : v < *constant))
         constant = v;
     } else {
       flat.push_back(arg);
     }
   }
   if (constant)
-    flat.push_back(store_.constant(*constant));
+    flat.push_back(store.constant(*constant));
   std::sort(flat.begin(), flat.end());
   flat.erase(std::unique(flat.begin(), flat.end()), flat.end());
-  return of_atom(store_.lattice(node.op, flat));
+  return store.lattice(op, flat);
+}
+
+StructuralNormalizer::Lin StructuralNormalizer::lattice(const Node &node) {
+  std::vector<TermId> args;
+  for (TermId arg : node.args)
+    args.push_back(build(*lin(arg)));
+  return of_atom(flat_lattice(store_, node.op, args));
 }
 
 StructuralNormalizer::Lin StructuralNormalizer::ite(const Node &node) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,11 @@ namespace shardproof::terms {
 // constant keeps it negative; nullopt otherwise.
 std::optional<bool> comparison_by_sign(const TermStore &store, const mpq_class &constant,
                                        TermId rest, TermId negated_rest, bool strict);
+
+// max and min are associative, commutative and idempotent: nested ones of
+// the same kind flatten, duplicates go, constants fold, the rest is sorted.
+// The arguments are canonical (of either normal form); so is the result.
+TermId flat_lattice(TermStore &store, Op op, std::span<const TermId> canonical_args);
 
 class StructuralNormalizer {
 public:
